@@ -1,0 +1,1 @@
+"""EdgeKernelBench: tasks, the evaluator, baselines and metrics."""

@@ -1,0 +1,44 @@
+"""The small interfaces every part of the loop agrees on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from leka.types import Edit, EvalResult
+
+if TYPE_CHECKING:
+    from leka.ir import Candidate
+
+
+@dataclass
+class AgentContext:
+    """What an agent sees besides the candidate: small, textual, serialisable."""
+
+    task_id: str
+    backend: str
+    level: str  # the level this call is routed to
+    route_reason: str = ""
+    profile: dict[str, Any] | None = None  # profilers' report as data
+    profile_text: str = ""  # the same, short text for prompts
+    lineage_text: str = ""  # what was tried on this branch and what it did
+    tried: set[str] = field(default_factory=set)  # edit digests already in the tree: don't repeat
+    seed: int = 0
+    variants: int = 3
+    vector_lanes: int = 16
+    num_cores: int = 2
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """One per level (and the hardware-sensing router). Empty list / None = nothing to do here."""
+
+    level: str
+
+    def propose(self, candidate: Candidate, context: AgentContext) -> list[Edit] | None: ...
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    def evaluate(self, candidate: Candidate, *, time_it: bool = True) -> EvalResult: ...

@@ -1,0 +1,96 @@
+"""Records shared by every part of the loop: evaluation results, edits, typed control-flow errors.
+
+Failures are data (`EvalResult.error_kind`); only a few typed exceptions steer control flow.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Level = Literal["L0", "L1", "L2"]
+LEVELS: tuple[Level, ...] = ("L0", "L1", "L2")
+
+# Why a candidate was rejected. Kept as a closed set so metrics and tests can count them.
+ErrorKind = Literal[
+    "bad_input",  # the task or candidate file itself is unusable (no Model, unparsable text, ...)
+    "import",  # torch.export or the Relax importer failed (an op TVM cannot import)
+    "compile",  # TVM lowering / codegen / the system compiler failed
+    "runtime",  # the module raised while running
+    "shape",  # output count, shape or dtype differs from the reference
+    "mismatch",  # values outside tolerance
+    "nan",  # NaN / Inf where the reference has none
+    "input_mutated",  # the candidate wrote into one of its inputs
+    "timeout",  # the child process ran past its wall-clock limit
+    "oom",  # the child process went over its memory cap
+    "crash",  # the child process died (segfault, abort) without a result
+    "timing_invalid",  # correct, but the paired timings were too noisy to trust
+]
+
+
+class EvalResult(BaseModel):
+    """Everything the evaluator learned about one candidate. JSON-serialisable, never raised."""
+
+    model_config = ConfigDict(extra="allow")
+
+    task: str
+    backend: str = "llvm"
+    baseline: str | None = None
+    compiled: bool = False
+    correct: bool = False
+    error_kind: ErrorKind | None = None
+    error: str | None = None
+    # correctness
+    seeds: list[int] = Field(default_factory=list)
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    # timing: speedup = median over interleaved pairs of t_baseline / t_candidate
+    speedup: float | None = None
+    t_candidate_s: float | None = None
+    t_baseline_s: float | None = None
+    timing_valid: bool | None = None
+    timing_spread: float | None = None
+    n_pairs: int = 0
+    # memory
+    peak_memory_bytes: int | None = None
+    planned_memory_bytes: int | None = None
+    peak_rss_bytes: int | None = None
+    # cost of the evaluation itself, by phase
+    build_s: float | None = None
+    check_s: float | None = None
+    timing_s: float | None = None
+    wall_s: float | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def measured(self) -> bool:
+        return self.correct and self.speedup is not None and bool(self.timing_valid)
+
+
+class Edit(BaseModel):
+    """One proposed change at one level. Frozen so it can be replayed and hashed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    level: Level
+    kind: str  # e.g. "pass", "relax_text", "trace", "tir_text", "source"
+    target: str | None = None  # PrimFunc name / kernel name; None for whole-module L0 edits
+    payload: dict[str, Any] = Field(default_factory=dict)
+    rationale: str = ""
+
+
+class LekaError(Exception):
+    """Base for the few exceptions that steer control flow."""
+
+
+class BudgetExhausted(LekaError):
+    """A run's budget (wall clock, evaluations, LLM calls or tokens) is spent."""
+
+    def __init__(self, what: str, used: float, limit: float):
+        super().__init__(f"budget exhausted: {what} used {used:g} of {limit:g}")
+        self.what, self.used, self.limit = what, used, limit
+
+
+class UserError(LekaError):
+    """Bad input from the user: the CLI prints the message on one line and exits non-zero."""
