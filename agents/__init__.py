@@ -1,0 +1,1 @@
+"""Agents: propose edits for a candidate at one level (see README.md)."""

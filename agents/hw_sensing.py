@@ -1,0 +1,199 @@
+"""Hardware-sensing router: which level (L0 graph, L1 schedule, L2 target source) owns the bottleneck.
+
+DESIGN.md "Routing": L0 for layout transposes, many small kernels, large intermediates and unfused
+elementwise chains; L1 for a hot kernel far from its roofline with no schedule yet; L2 for a hot kernel
+that already has a schedule but whose code is scalar (no packed FMAs in its asm). In `profile` mode
+each level gets a score in [0, 1] from the ProfileReport (a time share, weighted by how far from its
+roof the time is spent) and the best enabled level wins, with the evidence as the reason. The other
+modes exist for ablations: `round_robin`, `random` (own `random.Random(seed)`), `fixed:<level>`.
+Routers make no edits; `route` is the entry point, `propose` returns [] to satisfy the Agent protocol.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from leka.protocols import AgentContext
+from leka.types import LEVELS, Edit
+from profilers.report import COMPUTE_KINDS, SMALL_KERNEL_S, ProfileReport
+
+MODES = ("profile", "round_robin", "random", "fixed:L0", "fixed:L1", "fixed:L2")
+# Heuristic weights: how strongly each kind of evidence argues for its level, relative to the L1
+# baseline (share x distance from the roof of an unscheduled hot kernel = weight 1).
+W_RETUNE = 0.35  # L1 again on a kernel that already has a schedule
+W_L2_VECTOR_OK = 0.3  # L2 on a scheduled kernel that is already vectorised
+W_L2_ISA_UNKNOWN = 0.6  # L2 on a scheduled kernel whose code we cannot inspect (GPU)
+W_L2_PREMATURE = 0.1  # L2 before the kernel has any schedule
+W_UNFUSED = 0.8  # separate elementwise kernels: fusion/folding removes their whole round trip
+MANY_CALLS = 8  # kernel calls per iteration from which call overhead is worth an L0 look
+LARGE_INTERMEDIATES = 32 * 2**20  # bytes: past the last-level cache of an edge CPU
+W_LARGE = 0.2
+
+
+class Route(BaseModel):
+    level: str
+    reason: str
+    scores: dict[str, float] = Field(default_factory=dict)
+    mode: str = "profile"
+
+
+def parse_layers(layers: str | Sequence[str]) -> tuple[str, ...]:
+    """"L0,L1" or ["L0", "L1"] -> ("L0", "L1") in level order; unknown or empty -> ValueError."""
+    items = [x.strip() for x in (layers.split(",") if isinstance(layers, str) else layers) if x.strip()]
+    bad = [x for x in items if x not in LEVELS]
+    if bad or not items:
+        raise ValueError(f"layers {list(items)!r}: use a non-empty subset of {list(LEVELS)}")
+    return tuple(lv for lv in LEVELS if lv in items)
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}" if x >= 0.01 or x == 0 else f"{x:.1%}"
+
+
+def score_levels(report: ProfileReport) -> dict[str, tuple[float, str]]:
+    """{level: (score, evidence)} from a profile; every level gets a score and a reason."""
+    out: dict[str, tuple[float, str]] = {}
+    # --- L0: graph-level evidence; the strongest one speaks
+    ev: list[tuple[float, str]] = [(0.0, "no graph-level evidence (no layout copies, few small kernels)")]
+    layout = [k for k in report.kernels if k.kind == "layout"]
+    if layout and report.layout_share > 0:
+        ev.append((report.layout_share, f"layout copies (transpose/reshape) take {_pct(report.layout_share)}"
+                   f" of time in {len(layout)} kernels ({layout[0].name} the largest)"))
+    small_share = sum(k.share for k in report.kernels if k.per_call_s < SMALL_KERNEL_S)
+    builtin_share = sum(b.seconds for b in report.builtins) / report.total_s if report.total_s > 0 else 0.0
+    if report.kernel_count >= MANY_CALLS and report.small_kernel_count:
+        s = min(1.0, small_share + builtin_share) * min(1.0, report.small_kernel_count / report.kernel_count)
+        ev.append((s, f"{report.small_kernel_count} of {report.kernel_count} kernel calls run under "
+                   f"{SMALL_KERNEL_S * 1e6:.0f} us ({_pct(small_share)} of time, plus {_pct(builtin_share)} "
+                   f"in VM builtins): call overhead, fuse them"))
+    elementwise = [k for k in report.kernels if k.kind == "injective"]
+    if len(elementwise) >= 1 and any(k.kind in COMPUTE_KINDS for k in report.kernels):
+        share = sum(k.share for k in elementwise)
+        ev.append((W_UNFUSED * share, f"{sum(k.calls for k in elementwise)} separate elementwise kernel calls "
+                   f"({elementwise[0].name} the largest) take {_pct(share)} of time: unfused epilogues "
+                   f"(fold BN / fuse into the producer)"))
+    if report.planned_bytes and report.planned_bytes > LARGE_INTERMEDIATES:
+        ev.append((W_LARGE, f"{report.planned_bytes / 2**20:.0f} MiB of planned intermediates: "
+                   f"large tensors between kernels"))
+    out["L0"] = max(ev, key=lambda e: e[0])
+    # --- L1: unscheduled kernels far from their roofs (the L1 agent schedules the hottest few)
+    def gap(k) -> float:
+        return 1.0 - min(1.0, max(0.0, k.roof_fraction))
+
+    def where(k) -> str:
+        return (f"hot kernel {k.name} ({_pct(k.share)} of time, {k.kind}) at {_pct(k.roof_fraction)} "
+                f"of its {k.bound} roof")
+
+    movers = [k for k in report.kernels if k.kind != "layout"]
+    todo = [k for k in movers if not k.scheduled and not k.l2_override]
+    l1 = (0.0, "no compute kernel without a schedule")
+    if todo:
+        s = sum(k.share * gap(k) for k in todo)
+        more = f"; {len(todo) - 1} more unscheduled kernels, {_pct(sum(k.share for k in todo))} in all" \
+            if len(todo) > 1 else ""
+        l1 = (s, f"{where(todo[0])}, no schedule yet{more}")
+    hot = movers[0] if movers else None
+    if hot is not None and hot.scheduled and W_RETUNE * hot.share * gap(hot) > l1[0]:
+        l1 = (W_RETUNE * hot.share * gap(hot), f"{where(hot)}, already scheduled: re-tune its schedule")
+    out["L1"] = l1
+    # --- L2: the hottest kernel, once it has a schedule, judged by its own instructions
+    if hot is None:
+        out["L2"] = (0.0, "no compute kernel in the profile")
+        return out
+    weight = hot.share * gap(hot)
+    if hot.l2_override:
+        out["L2"] = (W_L2_VECTOR_OK * weight, f"{where(hot)}, already has an L2 source override")
+        return out
+    if not hot.scheduled:
+        out["L2"] = (W_L2_PREMATURE * weight, f"{where(hot)}, no schedule yet: a source override is premature")
+        return out
+    expects_fma = hot.kind in COMPUTE_KINDS
+    if hot.vector_fma is None:
+        out["L2"] = (W_L2_ISA_UNKNOWN * weight, f"{where(hot)}, scheduled; its instructions cannot be inspected")
+    elif (expects_fma and hot.vector_fma == 0) or (not expects_fma and (hot.vector_insns or 0) == 0):
+        what = (f"no packed FMAs in its asm ({hot.scalar_fma} scalar FMAs)" if expects_fma
+                else "no packed vector arithmetic in its asm")
+        out["L2"] = (weight, f"{where(hot)}, scheduled but scalar: {what}")
+    else:
+        out["L2"] = (W_L2_VECTOR_OK * weight, f"{where(hot)}, scheduled and vectorised ({hot.vector_fma} packed "
+                     f"FMAs, {hot.vector_insns} packed ops)")
+    return out
+
+
+class HardwareSensingAgent:
+    """Routes a candidate to the level that owns its bottleneck. Deterministic for a seed."""
+
+    level = "router"
+
+    def __init__(self, mode: str = "profile", layers: str | Sequence[str] = LEVELS, seed: int = 0):
+        if mode not in MODES:
+            raise ValueError(f"unknown routing mode {mode!r}; use one of {', '.join(MODES)}")
+        self.mode = mode
+        self.layers = parse_layers(layers)
+        self.seed = seed
+        if mode.startswith("fixed:") and mode.split(":", 1)[1] not in self.layers:
+            raise ValueError(f"mode {mode} routes to a level not in layers {list(self.layers)}")
+        self._pos = 0  # round_robin: the next index into self.layers
+        self._draws = 0  # random: draws made, so a resumed run can replay its generator
+        self._rng = random.Random(seed)
+
+    # ------------------------------------------------------------------ state (for --resume)
+    def state(self) -> dict[str, Any]:
+        return {"mode": self.mode, "layers": list(self.layers), "seed": self.seed, "pos": self._pos,
+                "draws": self._draws}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        if state.get("mode", self.mode) != self.mode or tuple(state.get("layers", self.layers)) != self.layers:
+            raise ValueError(f"router state is for mode {state.get('mode')} layers {state.get('layers')}, "
+                             f"not {self.mode} {list(self.layers)}")
+        self.seed = int(state.get("seed", self.seed))
+        self._pos = int(state.get("pos", 0))
+        self._rng = random.Random(self.seed)
+        self._draws = 0
+        for _ in range(int(state.get("draws", 0))):
+            self._draw()
+
+    def _draw(self) -> str:
+        self._draws += 1
+        return self._rng.choice(self.layers)
+
+    # ------------------------------------------------------------------ routing
+    def route(self, candidate, report: ProfileReport | dict | None, context: AgentContext | None = None) -> Route:
+        if self.mode.startswith("fixed:"):
+            lv = self.mode.split(":", 1)[1]
+            return Route(level=lv, reason=f"fixed routing to {lv}", mode=self.mode)
+        if self.mode == "round_robin":
+            lv = self.layers[self._pos % len(self.layers)]
+            self._pos += 1
+            return Route(level=lv, reason=f"round robin over {','.join(self.layers)}: {lv}", mode=self.mode)
+        if self.mode == "random":
+            lv = self._draw()
+            return Route(level=lv, reason=f"random (seed {self.seed}, draw {self._draws}): {lv}", mode=self.mode)
+        return self._route_profile(report, context)
+
+    def _route_profile(self, report: ProfileReport | dict | None, context: AgentContext | None) -> Route:
+        if isinstance(report, dict):
+            report = ProfileReport.model_validate(report)
+        if report is None or not report.kernels:
+            lv = "L1" if "L1" in self.layers else self.layers[0]
+            return Route(level=lv, reason=f"no profile to read: default {lv}", mode=self.mode)
+        scored = score_levels(report)
+        scores = {lv: round(s, 4) for lv, (s, _) in scored.items()}
+        # levels whose agents already came back empty for this candidate are tried last
+        excluded = set((context.extra.get("exclude_levels", []) if context is not None else []) or [])
+        enabled = [lv for lv in self.layers if lv not in excluded] or list(self.layers)
+        # ties go to the upper level: an L0 change rebuilds everything below it anyway
+        best = max(enabled, key=lambda lv: (scored[lv][0], -LEVELS.index(lv)))
+        reason = f"{scored[best][1]} -> {best}"
+        overall = max(LEVELS, key=lambda lv: (scored[lv][0], -LEVELS.index(lv)))
+        if overall != best and scored[overall][0] > scored[best][0]:
+            why = "switched off" if overall not in self.layers else "already tried"
+            reason += f" ({overall} scored higher but is {why})"
+        return Route(level=best, reason=reason, scores=scores, mode=self.mode)
+
+    def propose(self, candidate, context: AgentContext) -> list[Edit]:
+        return []  # a router makes no edits

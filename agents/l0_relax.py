@@ -1,0 +1,123 @@
+"""L0 rule agent: graph passes for the Relax module, ranked by what the text shows.
+
+Order (DESIGN.md, Agents): BatchNorm folding first (it removes whole kernels), clip -> relu/minimum
+before NHWC (clip has no layout rule and would be wrapped in transposes), NHWC for conv graphs on
+CPU, 1x1 conv -> matmul (after NHWC), parallel-matmul combining for attention / MLP projections,
+then fusion. A pass is skipped when its digest is in `context.tried` or when, applied to the bound
+module, it leaves the module structurally unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agents.common import edit_digest
+from leka import tvm_adapter as A
+from leka.protocols import AgentContext
+from leka.types import Edit
+
+_CONV = re.compile(r"R\.nn\.conv2d\(([^)]*)\)")
+
+
+def _conv_calls(text: str) -> list[str]:
+    return _CONV.findall(text)
+
+
+def _has_1x1_conv(text: str) -> bool:
+    """A conv2d whose kernel (lifted parameter or binding) has 1x1 spatial extent."""
+    shapes = dict(re.findall(r"\b(\w+): R\.Tensor\(\(([\d, ]+)\)", text))
+    for args in _conv_calls(text):
+        parts = [p.strip() for p in args.split(",")]
+        if len(parts) < 2:
+            continue
+        shp = [int(x) for x in shapes.get(parts[1], "").replace(" ", "").split(",") if x]
+        if len(shp) != 4:
+            continue
+        layout = re.search(r'kernel_layout="(\w+)"', args)
+        kl = layout.group(1) if layout else "OIHW"
+        hw = [shp[kl.index("H")], shp[kl.index("W")]] if "H" in kl and "W" in kl else []
+        groups = re.search(r"groups=(\d+)", args)
+        if hw == [1, 1] and (groups is None or groups.group(1) == "1"):
+            return True
+    return False
+
+
+def _matmuls_sharing_lhs(text: str) -> bool:
+    lhs = re.findall(r"R\.matmul\((\w+),", text)
+    return any(lhs.count(x) >= 2 for x in set(lhs))
+
+
+def rank_passes(text: str, backend: str = "llvm") -> list[tuple[str, str]]:
+    """(pass name, reason) in the order the rule would try them, from the Relax text alone."""
+    out: list[tuple[str, str]] = []
+    convs = _conv_calls(text)
+    n_conv = len(convs)
+    if "R.nn.batch_norm" in text:
+        if n_conv:
+            out.append(("fold_batchnorm", "batch_norm after conv2d: fold it into the conv weights and a bias"))
+        else:
+            out.append(("decompose_ops", "batch_norm without a conv to fold into: decompose to mul/add"))
+    nchw = [c for c in convs if 'data_layout="NHWC"' not in c]
+    if backend == "llvm" and nchw:
+        if "R.clip" in text:
+            out.append(("clip_to_relu_min", "clip (ReLU6) has no layout rule: rewrite before NHWC"))
+        out.append(("convert_layout_nhwc", f"{len(nchw)} NCHW conv2d on CPU: channels-last vectorises "
+                                           "over channels"))
+    if n_conv and _has_1x1_conv(text):
+        out.append(("conv1x1_to_matmul", "1x1 conv2d is a GEMM: reshape + matmul gets the GEMM schedules"))
+    if _matmuls_sharing_lhs(text):
+        out.append(("combine_parallel_matmul", "matmuls sharing one input (q/k/v, gate/up): one wider GEMM"))
+    rhs = re.findall(r"^\s*\w+: R\.\w+\(.*?\) = (R\..*)$", text, flags=re.M)
+    if len(rhs) != len(set(rhs)):
+        out.append(("eliminate_common_subexpr", "the same op on the same inputs is computed more than once"))
+    if "R.call_tir" not in text and "fused_" not in text:
+        out.append(("fuse", "make the operator fusion explicit in L0 (FuseOps + FuseTIR)"))
+    return out
+
+
+class RuleL0Agent:
+    level = "L0"
+
+    def __init__(self, backend: str = "llvm", verify: bool = True, root_params=None):
+        self.backend = backend
+        self.verify = verify
+        self.root_params = root_params
+
+    def _known_passes(self) -> set[str]:
+        try:
+            from leka import edits
+
+            return set(getattr(edits, "L0_PASSES", {})) or set(A.L0_PASS_FNS)
+        except Exception:  # noqa: BLE001 - the IR layer is optional for ranking
+            return set(getattr(A, "L0_PASS_FNS", {}))
+
+    def _changes(self, candidate, name: str, target) -> bool:
+        """Would the pass change the bound module? (True when it cannot be checked here.)"""
+        fn = getattr(A, "L0_PASS_FNS", {}).get(name)
+        if fn is None:
+            return True
+        from leka import ir
+
+        try:
+            mod = ir.relax_module(candidate, self.root_params) if not hasattr(ir, "candidate_params") else \
+                A.bind_params(A.parse_module(candidate.relax_text), ir.candidate_params(candidate, self.root_params))
+            return not A.structural_equal(fn(mod, target), mod)
+        except Exception:  # noqa: BLE001 - a pass that fails here is left to the IR layer to report
+            return True
+
+    def propose(self, candidate, context: AgentContext) -> list[Edit]:
+        known = self._known_passes()
+        target = A.make_target(self.backend) if self.backend != "llvm" else A.make_target("llvm")
+        edits: list[Edit] = []
+        for name, why in rank_passes(candidate.relax_text, self.backend):
+            if known and name not in known:
+                continue
+            e = Edit(level="L0", kind="pass", payload={"name": name}, rationale=why)
+            if edit_digest(e) in context.tried:
+                continue
+            if self.verify and not self._changes(candidate, name, target):
+                continue
+            edits.append(e)
+            if len(edits) >= max(1, context.variants):
+                break
+        return edits

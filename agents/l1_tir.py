@@ -1,0 +1,443 @@
+"""L1 rule agent: schedule traces (leka.sched DSL) for the hottest unscheduled PrimFuncs.
+
+Rules by op pattern (agents.common.analyse):
+- matmul / batch-matmul / conv / depthwise conv (a reduction whose body multiplies two loads):
+  a register tile over two spatial axes (the contiguous output axis, vectorised by the target's
+  lanes, times a second axis that indexes the other operand), the reduction loops between the outer
+  tile loops and the register tile, the accumulator tile cached (cache_write + reverse_compute_at),
+  epilogues inlined into the write-back, producers (padding) computed at the tile or inlined,
+  outer loops fused and parallel, decompose_reduction last.
+- row reductions / softmax / norms: producers inlined, every block computed at a fused, parallel row
+  loop of the output block, spatial inner loops vectorised.
+- injective: everything inlined into the output block, its loops fused, split by the lanes,
+  outer parallel, inner vectorised.
+CUDA: the same structure with blockIdx / threadIdx bindings instead of parallel / vectorise.
+Every trace is replayed through `leka.sched.apply_trace` before it is returned; illegal ones are
+dropped, so the agent only ever proposes traces that apply.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from agents.common import (
+    KernelInfo,
+    Recorder,
+    analyse,
+    divisors,
+    edit_digest,
+    lowered_funcs,
+    rank_kernels,
+    validate_trace,
+    vector_factor,
+)
+from leka import tvm_adapter as A
+from leka.protocols import AgentContext
+from leka.types import Edit
+
+GEMM_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
+
+
+# ----------------------------------------------------------------------------- CPU rules
+def _inline_around(r: Recorder, info: KernelInfo, keep: set[str], epilogue_ok: bool = True) -> list[str]:
+    """Inline spatial producers / consumers that are not in `keep`; returns the blocks left."""
+    left = []
+    big = max(b.volume for b in info.blocks)
+    for b in info.blocks:
+        # small broadcast precomputations (BN's per-channel sqrt/divide) stay separate: inlined,
+        # they would be recomputed for every element they broadcast to
+        if b.name in keep or b.is_reduction or b.volume * 4 < big:
+            left.append(b.name)
+            continue
+        blk = r.block(b.name)
+        if r.try_("compute_inline", blk):
+            continue
+        if epilogue_ok and r.try_("reverse_compute_inline", blk):
+            continue
+        left.append(b.name)
+    return left
+
+
+def _pick_axes(info: KernelInfo) -> tuple[str, str | None]:
+    """(vector axis, register-tile axis) of the main block, as iterator names."""
+    main = info.block(info.main)  # type: ignore[arg-type]
+    spatial = [v for v, e in main.spatial]
+    ext = dict(main.spatial)
+    # vector axis: the innermost output dimension's iterator (contiguous in the output)
+    vec = None
+    for d in reversed(main.store.dims):
+        cand = [v for v in d if v in ext and ext[v] > 1]
+        if cand:
+            vec = cand[0]
+            break
+    if vec is None:
+        vec = spatial[-1]
+    # tile axis: a spatial iterator of the operand that does not move with the vector axis,
+    # so one broadcast load of it feeds a whole vector
+    others = [ld for ld in main.loads if not any(vec in d for d in ld.dims)]
+    order = {v: i for i, d in enumerate(main.store.dims) for v in d}
+    cands: list[str] = []
+    for ld in others:
+        for d in ld.dims:
+            cands += [v for v in d if v in ext and v != vec and ext[v] > 1]
+    if not cands:
+        cands = [v for v in spatial if v != vec and ext[v] > 1]
+    tile = max(cands, key=lambda v: (order.get(v, -1), ext[v])) if cands else None
+    return vec, tile
+
+
+def gemm_trace(func, info: KernelInfo, lanes: int, rows: int, vec_mult: int, k_split: int = 0,
+               pad_at: bool = True, tile_rows_of_output: bool = False) -> list[dict[str, Any]] | None:
+    """Register-tiled, parallel, vectorised schedule of the main reduction block."""
+    r = Recorder(func)
+    main = info.block(info.main)  # type: ignore[arg-type]
+    producers = [b.name for b in info.blocks if b.name != main.name and
+                 any(ld.buffer == b.store.buffer for ld in main.loads)]
+    # pads with a boundary test stay separate (computed at the tile); plain copies get inlined
+    keep = {main.name} | {p for p in producers if pad_at and "if_then_else" in info.block(p).text}
+    left = _inline_around(r, info, keep)
+    if any(info.block(n).is_reduction for n in left if n != main.name):
+        return None  # a second reduction: not a plain GEMM / conv kernel
+    mb = r.block(main.name)
+    loops = r.loops(mb)
+    names = [v for v, _, _ in main.iters]
+    if len(loops) != len(names):
+        return None
+    by_var = dict(zip(names, loops, strict=True))
+    ext = {v: e for v, _, e in main.iters}
+    vec, tile = _pick_axes(info)
+    if tile_rows_of_output:  # depthwise: no operand is shared across channels; tile output rows
+        order = [v for d in main.store.dims for v in d if v in ext and v != vec and ext[v] > 1]
+        tile = order[-1] if order else None
+    vf = vector_factor(ext[vec], lanes)
+    if vf < 2:
+        return None
+    vm = vec_mult if ext[vec] % (vf * vec_mult) == 0 else 1
+    v0, v1, v2 = r.do("split", by_var[vec], [None, vm, vf])
+    u0 = u1 = None
+    if tile is not None:
+        uf = max((d for d in divisors(ext[tile]) if d <= rows), default=1)
+        if uf > 1:
+            u0, u1 = r.do("split", by_var[tile], [None, uf])
+    red = [by_var[v] for v, k, _ in main.iters if k == "R"]
+    k_inner: list[str] = []
+    if k_split and red:
+        kv = [v for v, k, _ in main.iters if k == "R"][0]
+        if ext[kv] % k_split == 0 and ext[kv] > k_split:
+            k0, k1 = r.do("split", red[0], [None, k_split])
+            red = [k0] + red[1:]
+            k_inner = [k1]
+    outer = [by_var[v] for v, k, _ in main.iters if k == "S" and v not in (vec, tile)]
+    outer_tile = outer + ([u0] if u0 else ([by_var[tile]] if tile else [])) + [v0]
+    inner = ([u1] if u1 else []) + [v1, v2]
+    r.do("reorder", outer_tile + red + k_inner + inner)
+    # the accumulator tile lives in a small buffer LLVM keeps in registers
+    cw = r.try_("cache_write", mb, 0, "global")
+    if cw:
+        r.do("reverse_compute_at", cw[0], v0)
+    for n in left:
+        if n in (main.name,) or n in producers:
+            continue
+        blk = r.block(n)
+        if cw and r.try_("reverse_compute_inline", blk):
+            continue
+        r.try_("reverse_compute_at", blk, v0)
+    for p in producers:
+        if r.has_block(p):
+            pb = r.block(p)
+            if not r.try_("compute_at", pb, v0):
+                r.try_("compute_inline", pb)
+    # parallel over the outer tile loops (fuse those with a single child)
+    fused = r.try_("fuse", *outer_tile) if len(outer_tile) > 1 else [outer_tile[0]]
+    par = fused[0] if fused else outer_tile[0]
+    r.try_("parallel", par)
+    if u1:
+        r.try_("unroll", u1)
+    r.try_("unroll", v1)
+    for k in k_inner:
+        r.try_("unroll", k)
+    red_ext = [r.extent(x) for x in red]
+    if len(red) >= 2 and red_ext[-1] * red_ext[-2] <= 9:  # a 3x3 window: unroll it
+        r.try_("unroll", red[-1])
+        r.try_("unroll", red[-2])
+    r.do("vectorize", v2)
+    # vectorise the write-back / epilogue / producer loops under the tile
+    for b in [b.name for b in info.blocks if b.name != main.name]:
+        if r.has_block(b):
+            bl = r.loops(r.block(b))
+            if bl and bl[-1] not in (par,):
+                r.try_("vectorize", bl[-1])
+    if cw and r.has_block(_cw_name(r, cw[0])):
+        cl = r.loops(cw[0])
+        r.try_("vectorize", cl[-1])
+    first_red = red[0] if red else None
+    if first_red:
+        init = r.try_("decompose_reduction", mb, first_red)
+        if init:
+            il = r.loops(init[0])
+            r.try_("vectorize", il[-1])
+    return r.steps
+
+
+def _cw_name(r: Recorder, handle: str) -> str:
+    return str(r.sch.get(r.env[handle]).name_hint)
+
+
+# below this many elements a parallel region costs more (thread wake-up) than it saves
+PAR_MIN_ELEMS = 1 << 15
+
+
+def _flat_parallel_vectorize(r: Recorder, block: str, lanes: int, min_par: int = 2, par: bool = True) -> None:
+    """Fuse a block's spatial loops, split off a vector of lanes, parallelise the rest."""
+    loops = r.loops(block)
+    if not loops:
+        return
+    f = r.try_("fuse", *loops) if len(loops) > 1 else [loops[0]]
+    if not f:
+        return
+    n = r.extent(f[0])
+    vf = vector_factor(n, lanes) if n >= lanes else n
+    if vf > 1 and n // vf >= 1:
+        o, i = r.do("split", f[0], [None, vf])
+        if par and n // vf >= min_par and n >= PAR_MIN_ELEMS:
+            r.try_("parallel", o)
+        r.try_("vectorize", i)
+    elif par and n >= PAR_MIN_ELEMS:
+        r.try_("parallel", f[0])
+
+
+def injective_trace(func, info: KernelInfo, lanes: int, par: bool = True) -> list[dict[str, Any]] | None:
+    r = Recorder(func)
+    outs = set(info.outputs) or {info.blocks[-1].name}
+    left = _inline_around(r, info, outs, epilogue_ok=False)
+    for n in left:
+        _flat_parallel_vectorize(r, r.block(n), lanes, par=par)
+    return r.steps
+
+
+def rows_trace(func, info: KernelInfo, lanes: int, inline_multi: bool, par: bool = True) -> list[dict[str, Any]] | None:
+    """Row reductions (norms, softmax, means): one parallel row loop, every block computed under it."""
+    r = Recorder(func)
+    outs = [b for b in info.blocks if b.name in info.outputs] or [info.blocks[-1]]
+    consumers: dict[str, int] = {}
+    for b in info.blocks:
+        for ld in b.loads:
+            consumers[ld.buffer] = consumers.get(ld.buffer, 0) + 1
+    keep = {b.name for b in outs}
+    if not inline_multi:  # an expensive producer read twice (softmax's exp) is computed once
+        keep |= {b.name for b in info.blocks if consumers.get(b.store.buffer, 0) > 1}
+    left = _inline_around(r, info, keep)
+    out = outs[-1].name
+    ob = r.block(out)
+    loops = r.loops(ob)
+    # rows: the output loops that every reduction keeps spatial (all but the innermost)
+    red_blocks = [n for n in left if info.block(n).is_reduction]
+    n_rows = max(1, len(loops) - 1)
+    row_loops = loops[:n_rows]
+    row = r.try_("fuse", *row_loops) if len(row_loops) > 1 else [row_loops[0]]
+    if not row:
+        return None
+    row = row[0]
+    inner = r.loops(ob)[-1]
+    for n in reversed([n for n in left if n != out]):
+        if not r.try_("compute_at", r.block(n), row):
+            return None
+    if par and outs[-1].volume >= PAR_MIN_ELEMS:
+        r.try_("parallel", row)
+    for n in left:
+        b = r.block(n)
+        bl = r.loops(b)
+        if info.block(n).is_reduction:
+            continue
+        if bl and r.extent(bl[-1]) > 1:
+            r.try_("vectorize", bl[-1])
+    if not red_blocks:
+        r.try_("vectorize", inner)
+    return r.steps
+
+
+def cpu_variants(func, info: KernelInfo, lanes: int) -> list[tuple[str, list[dict[str, Any]] | None]]:
+    out: list[tuple[str, list[dict[str, Any]] | None]] = []
+    if info.kind in GEMM_KINDS:
+        if info.kind == "depthwise_conv":
+            grid = [(4, 1, 0, True), (2, 1, 0, True), (4, 1, 0, False), (1, 1, 0, True)]
+        elif info.kind == "conv":
+            grid = [(8, 1, 0, True), (4, 2, 0, True), (8, 1, 0, False), (16, 1, 0, True)]
+        else:
+            grid = [(8, 2, 4, True), (4, 4, 0, True), (16, 1, 4, True), (8, 1, 0, True)]
+        for rows, vm, ks, pad_at in grid:
+            tag = f"{info.kind}: register tile {rows}x{vm}x{lanes}" + (f", k/{ks} unrolled" if ks else "") + \
+                  ("" if pad_at else ", pad inlined")
+            out.append((tag, _safe(gemm_trace, func, info, lanes, rows, vm, ks, pad_at,
+                                   info.kind == "depthwise_conv")))
+        if not any(steps for _, steps in out):
+            out.append((f"{info.kind}: flat parallel + vectorise (fallback)", _safe(generic_trace, func, info, lanes)))
+    elif info.kind == "reduction":
+        out.append(("rows: parallel rows, producers computed per row", _safe(rows_trace, func, info, lanes, False)))
+        out.append(("rows: parallel rows, all producers inlined", _safe(rows_trace, func, info, lanes, True)))
+        out.append(("rows: producers per row, vectorised, no threads", _safe(rows_trace, func, info, lanes, False, False)))
+        out.append(("per-block parallel + vectorise", _safe(generic_trace, func, info, lanes)))
+    else:
+        out.append(("injective: inline, fuse, parallel outer, vectorise inner", _safe(injective_trace, func, info, lanes)))
+        out.append(("injective: inline, fuse, vectorise (no threads)", _safe(injective_trace, func, info, lanes, False)))
+        out.append(("injective: per-block parallel + vectorise", _safe(generic_trace, func, info, lanes)))
+    return out
+
+
+def generic_trace(func, info: KernelInfo, lanes: int) -> list[dict[str, Any]] | None:
+    """Per block: spatial blocks fused/parallel/vectorised; reductions parallel over their rows."""
+    r = Recorder(func)
+    outs = set(info.outputs)
+    left = _inline_around(r, info, outs, epilogue_ok=False)
+    for n in left:
+        b = r.block(n)
+        bi = info.block(n)
+        if not bi.is_reduction:
+            _flat_parallel_vectorize(r, b, lanes)
+            continue
+        loops = r.loops(b)
+        ns = len(bi.spatial)
+        if len(loops) != len(bi.iters) or ns == 0:
+            continue
+        sp = loops[:ns]
+        f = r.try_("fuse", *sp) if len(sp) > 1 else [sp[0]]
+        if f:
+            r.try_("parallel", f[0])
+    return r.steps
+
+
+def _safe(fn, *args):
+    try:
+        return fn(*args)
+    except Exception:  # noqa: BLE001 - a rule that does not fit this kernel yields no trace
+        return None
+
+
+# ----------------------------------------------------------------------------- CUDA rules
+def cuda_trace(func, info: KernelInfo, threads: int) -> list[dict[str, Any]] | None:
+    """Every remaining block: spatial loops fused, split into blockIdx.x x threadIdx.x; reductions
+    keep their reduction loops serial per thread (correct for any pattern, simple to check)."""
+    r = Recorder(func)
+    keep = set(info.outputs) | {b.name for b in info.blocks if b.is_reduction}
+    left = _inline_around(r, info, keep, epilogue_ok=False)
+    for n in left:
+        b = r.block(n)
+        bi = info.block(n)
+        loops = r.loops(b)
+        ns = len(bi.spatial) if bi.is_reduction else len(loops)
+        if bi.is_reduction and len(loops) != len(bi.iters):
+            return None
+        sp = loops[:ns]
+        f = r.do("fuse", *sp)[0] if len(sp) > 1 else sp[0]
+        n_sp = r.extent(f)
+        t = threads if n_sp >= threads else max(d for d in divisors(n_sp) if d <= threads)
+        bx, tx = r.do("split", f, [None, t])
+        r.do("bind", bx, "blockIdx.x")
+        r.do("bind", tx, "threadIdx.x")
+    return r.steps
+
+
+def cuda_matmul_trace(func, info: KernelInfo, tile: int) -> list[dict[str, Any]] | None:
+    """GEMM-like main block: a tile x tile output block per CUDA block, one output per thread."""
+    r = Recorder(func)
+    main = info.block(info.main)  # type: ignore[arg-type]
+    left = _inline_around(r, info, {main.name} | set(info.outputs))
+    mb = r.block(main.name)
+    loops = r.loops(mb)
+    if len(loops) != len(main.iters):
+        return None
+    vec, til = _pick_axes(info)
+    names = [v for v, _, _ in main.iters]
+    by_var = dict(zip(names, loops, strict=True))
+    ext = {v: e for v, _, e in main.iters}
+    if til is None or ext[vec] % tile or ext[til] % tile:
+        return None
+    j0, j1 = r.do("split", by_var[vec], [None, tile])
+    i0, i1 = r.do("split", by_var[til], [None, tile])
+    outer = [by_var[v] for v, k, _ in main.iters if k == "S" and v not in (vec, til)]
+    red = [by_var[v] for v, k, _ in main.iters if k == "R"]
+    r.do("reorder", outer + [i0, j0, i1, j1] + red)
+    bx = r.do("fuse", *(outer + [i0, j0]))[0]
+    tx = r.do("fuse", i1, j1)[0]
+    r.do("bind", bx, "blockIdx.x")
+    r.do("bind", tx, "threadIdx.x")
+    for n in left:
+        if n == main.name:
+            continue
+        b = r.block(n)
+        if not r.try_("reverse_compute_at", b, tx):
+            return None
+    return r.steps
+
+
+def cuda_variants(func, info: KernelInfo) -> list[tuple[str, list[dict[str, Any]] | None]]:
+    out: list[tuple[str, list[dict[str, Any]] | None]] = []
+    if info.kind in ("matmul", "batch_matmul"):
+        out.append(("cuda matmul 16x16 thread tile", _safe(cuda_matmul_trace, func, info, 16)))
+        out.append(("cuda matmul 8x8 thread tile", _safe(cuda_matmul_trace, func, info, 8)))
+    out.append(("cuda: fused spatial loops, 256 threads", _safe(cuda_trace, func, info, 256)))
+    out.append(("cuda: fused spatial loops, 128 threads", _safe(cuda_trace, func, info, 128)))
+    return out
+
+
+# ----------------------------------------------------------------------------- the agent
+class RuleL1Agent:
+    level = "L1"
+
+    def __init__(self, backend: str = "llvm", max_kernels: int = 2, root_params=None):
+        self.backend = backend
+        self.max_kernels = max_kernels
+        self.root_params = root_params
+
+    def _target(self, context: AgentContext):
+        if self.backend == "llvm":
+            return A.make_target("llvm", num_cores=context.num_cores or None)
+        return A.make_target(self.backend)
+
+    def variants_for(self, func, name: str, lanes: int, seed: int = 0) -> list[tuple[str, list[dict[str, Any]]]]:
+        """Legal (rationale, trace) pairs for one unscheduled PrimFunc, best guess first."""
+        info = analyse(func, name)
+        raw = cpu_variants(func, info, lanes) if self.backend == "llvm" else cuda_variants(func, info)
+        seen: set[str] = set()
+        res = []
+        for why, steps in raw:
+            if not steps:
+                continue
+            key = repr(steps)
+            if key in seen or validate_trace(func, steps) is not None:
+                continue
+            seen.add(key)
+            res.append((why, steps))
+        if seed and len(res) > 2:
+            # ties beyond the first choice: a seed-dependent, reproducible order
+            tail = res[1:]
+            random.Random(seed).shuffle(tail)
+            res = [res[0]] + tail
+        return res
+
+    def propose(self, candidate, context: AgentContext) -> list[Edit]:
+        target = self._target(context)
+        lanes = context.vector_lanes or (A.vector_lanes_fp32(target) if self.backend == "llvm" else 4)
+        funcs = lowered_funcs(candidate, target, self.root_params)
+        scheduled = {n for n, f in funcs.items() if A.structural_hash(f) in candidate.l1}
+        ranked = rank_kernels(funcs, context.profile, scheduled)
+        edits: list[Edit] = []
+        per_kernel = max(1, context.variants)
+        done = 0
+        for name, score in ranked:
+            if done >= self.max_kernels or name in scheduled:
+                break
+            got = 0
+            for why, steps in self.variants_for(funcs[name], name, lanes, context.seed):
+                e = Edit(level="L1", kind="trace", target=name, payload={"trace": steps},
+                         rationale=f"{name} (score {score:.3g}): {why}")
+                if edit_digest(e) in context.tried:
+                    continue
+                edits.append(e)
+                got += 1
+                if got >= per_kernel:
+                    break
+            if got:
+                done += 1
+        return edits

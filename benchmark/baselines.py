@@ -1,0 +1,99 @@
+"""Baselines a candidate is timed against: untuned TVM (the default lowering), MetaSchedule-tuned
+TVM (JSON database cached per task / target / trials and reused), PyTorch eager, ONNX Runtime."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmark.roots import cache_root, load_root
+from benchmark.task import Task
+from leka import ir
+from leka import tvm_adapter as A
+
+BASELINES = ("untuned", "tuned", "torch", "ort")
+
+
+def ms_dir(task: Task, backend: str, trials: int, cache_dir: str | None = None) -> Path:
+    target = A.make_target(backend)
+    tkey = hashlib.sha256(json.dumps(A.target_json(target), sort_keys=True).encode()).hexdigest()[:8]
+    return cache_root(cache_dir) / "ms" / f"{task.id}-{task.digest}" / f"{backend}-{tkey}" / f"trials{trials}"
+
+
+def is_tuned(d: Path) -> bool:
+    return (d / "DONE").exists()
+
+
+def ensure_tuned(task: Task, backend: str = "llvm", trials: int = 64, cache_dir: str | None = None,
+                 seed: int = 0) -> tuple[Path, bool]:
+    """Tune once; afterwards reuse the JSON database. Returns (work_dir, reused)."""
+    d = ms_dir(task, backend, trials, cache_dir)
+    if is_tuned(d):
+        return d, True
+    d.mkdir(parents=True, exist_ok=True)
+    root = load_root(task, cache_dir)
+    target = A.make_target(backend)
+    lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target)
+    t0 = time.time()
+    n = A.tune_relax(lowered, target, str(d), trials, seed=seed)
+    (d / "DONE").write_text(json.dumps({"trials": trials, "tasks": n, "seconds": round(time.time() - t0, 1),
+                                        "target": A.target_json(target)}))
+    return d, False
+
+
+def tuned_executable(task: Task, root: ir.Root, backend: str, target, work_dir: str):
+    lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target)
+    return A.build(A.apply_tuning_db(lowered, target, work_dir), target)
+
+
+def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, inputs: list[np.ndarray],
+               model: Any, ms_dir: str | None = None):
+    """A Timer (benchmark.worker) for the baseline, built in the evaluation child."""
+    from benchmark.worker import python_timer, tvm_timer
+
+    dev = A.device_for(backend)
+    if kind == "untuned":
+        built = ir.build_candidate(ir.root_candidate(task, backend, root), target, root.params)
+        runner = A.VMRunner(built.executable, dev)
+        return tvm_timer(runner, runner.to_device(inputs))
+    if kind == "tuned":
+        if not ms_dir or not is_tuned(Path(ms_dir)):
+            raise RuntimeError("no MetaSchedule database for this task: run `leka bench baseline` first")
+        runner = A.VMRunner(tuned_executable(task, root, backend, target, ms_dir), dev)
+        return tvm_timer(runner, runner.to_device(inputs))
+    if kind == "torch":
+        import torch
+
+        tin = [torch.from_numpy(a.copy()) for a in inputs]
+
+        def call():
+            with torch.no_grad():
+                model(*tin)
+
+        return python_timer(call)
+    if kind == "ort":
+        sess, feeds = ort_session(model, inputs)
+        return python_timer(lambda: sess.run(None, feeds))
+    raise ValueError(f"unknown baseline {kind!r}; use one of {', '.join(BASELINES)}")
+
+
+def ort_session(model, inputs: list[np.ndarray]):
+    import onnxruntime as ort
+    import torch
+
+    tin = tuple(torch.from_numpy(a.copy()) for a in inputs)
+    path = Path(tempfile.mkdtemp(prefix="leka-ort-")) / "model.onnx"
+    with torch.no_grad():
+        torch.onnx.export(model, tin, str(path), dynamo=True, external_data=False)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = len(os.sched_getaffinity(0))
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return sess, dict(zip(names, inputs, strict=True))

@@ -1,0 +1,163 @@
+"""`leka bench ...`: list tasks, evaluate a task or a candidate file, tune and cache baselines."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from leka.types import UserError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False)
+console = Console()
+err_console = Console(stderr=True)
+
+
+@app.command("list")
+def list_cmd(
+    level: int = typer.Option(None, "--level", help="1, 2 or 3"),
+    domain: str = typer.Option(None, "--domain", help="mobile | robotics | aiot"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON list"),
+) -> None:
+    """List the suite's tasks."""
+    from benchmark.task import DOMAINS, select
+
+    if domain is not None and domain not in DOMAINS:
+        raise UserError(f"unknown domain {domain!r}; use one of {', '.join(DOMAINS)}")
+    if level is not None and level not in (1, 2, 3):
+        raise UserError(f"unknown level {level}; use 1, 2 or 3")
+    tasks = select(level=level, domain=domain)
+    if as_json:
+        print(json.dumps([t.summary() for t in tasks], indent=1))
+        return
+    tab = Table(title=f"{len(tasks)} tasks")
+    for col in ("id", "level", "domains", "description"):
+        tab.add_column(col)
+    for t in tasks:
+        tab.add_row(t.id, str(t.level), ",".join(t.domains), t.description[:70])
+    console.print(tab)
+
+
+def _check_backend(backend: str) -> None:
+    from leka.tvm_adapter import BACKENDS
+
+    if backend not in BACKENDS:
+        raise UserError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    if backend != "llvm":
+        raise UserError(f"backend {backend!r} cannot run on this machine: it has no GPU / OpenCL runtime "
+                        f"(CUDA runs on a GPU machine, OpenCL through TVM RPC; see leka/README.md)")
+
+
+def result_table(res) -> Table:
+    tab = Table(title=f"{res.task} on {res.backend}")
+    tab.add_column("metric")
+    tab.add_column("value")
+    rows = [
+        ("compiled", res.compiled), ("correct", res.correct), ("error_kind", res.error_kind),
+        ("error", (res.error or "")[:160]), ("baseline", res.baseline),
+        ("speedup", f"{res.speedup:.3f}x" if res.speedup else None),
+        ("t_candidate", f"{res.t_candidate_s * 1e3:.3f} ms" if res.t_candidate_s else None),
+        ("t_baseline", f"{res.t_baseline_s * 1e3:.3f} ms" if res.t_baseline_s else None),
+        ("timing valid (spread)", f"{res.timing_valid} ({res.timing_spread:.3f}, {res.n_pairs} pairs)"
+         if res.timing_spread is not None else None),
+        ("max abs err", f"{res.max_abs_err:.3g}" if res.max_abs_err is not None else None),
+        ("peak memory", f"{res.peak_memory_bytes / 2**20:.2f} MiB" if res.peak_memory_bytes else None),
+        ("peak RSS", f"{res.peak_rss_bytes / 2**20:.0f} MiB" if res.peak_rss_bytes else None),
+        ("build / check / timing", " / ".join(f"{x:.2f}s" if x is not None else "-" for x in
+                                             (res.build_s, res.check_s, res.timing_s))),
+    ]
+    for k, v in rows:
+        if v is not None and v != "":
+            tab.add_row(k, str(v))
+    return tab
+
+
+@app.command("eval")
+def eval_cmd(
+    task: str = typer.Argument(..., help="a task id, or the path of any KernelBench-format file"),
+    candidate: Path = typer.Option(None, "--candidate", help="TVMScript IRModule in lifted-params form"),
+    backend: str = typer.Option("llvm", "--backend"),
+    baseline: str = typer.Option("untuned", "--baseline", help="untuned | tuned | torch | ort"),
+    trials: int = typer.Option(64, "--trials", help="MetaSchedule trials for --baseline tuned"),
+    json_out: Path = typer.Option(None, "--json", help="write the result as JSON here"),
+    timeout: float = typer.Option(None, "--timeout", help="seconds before the evaluation is killed"),
+    config: list[str] = typer.Option([], "--set", help="config override key=value (repeatable)"),
+) -> None:
+    """Evaluate the default lowering (or --candidate FILE) of TASK: correctness over 3 seeds, paired
+    timing against the baseline, memory. Exit 0 = correct, 1 = the candidate failed, 2 = bad input."""
+    from benchmark import baselines
+    from benchmark.evaluator import Evaluator
+    from benchmark.task import resolve
+    from leka import ir
+    from leka.config import load_config
+
+    _check_backend(backend)
+    if baseline not in baselines.BASELINES:
+        raise UserError(f"unknown baseline {baseline!r}; use one of {', '.join(baselines.BASELINES)}")
+    if candidate is not None and not candidate.is_file():
+        raise UserError(f"candidate file {candidate} not found")
+    cfg = load_config([], config)
+    if timeout:
+        cfg.evaluator.timeout_s = timeout
+    t = resolve(task)
+    if baseline == "tuned":
+        with console.status(f"MetaSchedule baseline for {t.id} ({trials} trials; cached after the first run)"):
+            d, reused = baselines.ensure_tuned(t, backend, trials, cfg.baseline.cache_dir)
+        err_console.print(f"tuned baseline {'reused from' if reused else 'tuned into'} {d}")
+    ev = Evaluator(cfg.evaluator, backend, cfg.baseline.model_copy(update={"kind": baseline, "trials": trials}))
+    cand = ir.candidate_from_file(t, str(candidate), backend) if candidate else None
+    with console.status(f"evaluating {t.id} ..."):
+        res = ev.evaluate(t, cand)
+    if res.error_kind in ("import", "bad_input"):
+        if json_out:
+            json_out.write_text(res.model_dump_json(indent=1))
+        raise UserError(f"{t.id}: {res.error}")
+    console.print(result_table(res))
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(res.model_dump_json(indent=1))
+    if not res.correct:
+        sys.exit(1)
+
+
+@app.command("baseline")
+def baseline_cmd(
+    subset: str = typer.Option(None, "--subset", help="e.g. subset69"),
+    task: list[str] = typer.Option([], "--task", help="task id or path (repeatable), instead of --subset"),
+    backend: str = typer.Option("llvm", "--backend"),
+    trials: int = typer.Option(64, "--trials"),
+    cache_dir: str = typer.Option(".leka-cache", "--cache-dir"),
+) -> None:
+    """Tune the MetaSchedule baseline of each task once and cache its JSON database; later runs reuse it."""
+    from benchmark import baselines
+    from benchmark.task import resolve
+
+    _check_backend(backend)
+    if trials < 1:
+        raise UserError("--trials must be >= 1")
+    if not subset and not task:
+        raise UserError("give --subset NAME or --task ID")
+    ids: list[str] = list(task)
+    if subset:
+        from benchmark.subsets import load_subset
+
+        ids += load_subset(subset, backend)
+    tab = Table(title=f"MetaSchedule baselines ({trials} trials, {backend})")
+    for col in ("task", "status", "seconds", "database"):
+        tab.add_column(col)
+    for i, tid in enumerate(ids, 1):
+        t = resolve(tid)
+        t0 = time.time()
+        with console.status(f"[{i}/{len(ids)}] tuning {t.id} ..."):
+            try:
+                d, reused = baselines.ensure_tuned(t, backend, trials, cache_dir)
+            except Exception as e:  # noqa: BLE001 - one task's failure must not stop the batch
+                tab.add_row(t.id, f"failed: {type(e).__name__}: {str(e).splitlines()[0][:80]}", "-", "-")
+                continue
+        tab.add_row(t.id, "reused (cache)" if reused else "tuned", f"{time.time() - t0:.1f}", str(d))
+    console.print(tab)

@@ -1,0 +1,49 @@
+"""The imported root of a task (lifted Relax text + constants), cached on disk.
+
+torch.export + the Relax importer cost a second or more per task; every evaluation child needs the
+root, so it is stored once per (task file content, TVM, torch) under the cache folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from benchmark.task import Task
+from leka import ir
+
+
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    return Path(cache_dir or os.environ.get("LEKA_CACHE", ".leka-cache"))
+
+
+def _key(task: Task) -> str:
+    import torch
+    import tvm
+
+    h = hashlib.sha256(f"{task.digest}|{tvm.__version__}|{torch.__version__}".encode())
+    return h.hexdigest()[:16]
+
+
+def load_root(task: Task, cache_dir: str | os.PathLike | None = None) -> ir.Root:
+    d = cache_root(cache_dir) / "roots" / f"{task.id}-{_key(task)}"
+    text_p, params_p, meta_p = d / "root.py", d / "params.npz", d / "meta.json"
+    if meta_p.exists():
+        try:
+            meta = json.loads(meta_p.read_text())
+            return ir.Root(task=task, text=text_p.read_text(), params=ir.load_params(str(params_p)),
+                           n_inputs=meta["n_inputs"], model=None)
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged cache entry is rebuilt below
+    root = ir.import_root(task)
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".params.{os.getpid()}.npz"
+    import numpy as np
+
+    np.savez(tmp, **root.params)
+    tmp.replace(params_p)
+    text_p.write_text(root.text)
+    meta_p.write_text(json.dumps({"n_inputs": root.n_inputs, "task": task.id}))  # written last: the commit
+    return root

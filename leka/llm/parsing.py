@@ -1,0 +1,153 @@
+"""Turn a model's reply into `Edit`s (or a route), with error messages a model can act on.
+
+Order of trust: the tool call's arguments; else JSON in the text (the whole text, a ```json fence,
+then the first decodable object or array). Shape errors are reported per edit ("edit 2: ...") so a
+repair prompt can name exactly what to fix; legality (does the trace apply, does the text parse) is
+the caller's `check`, not this module's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from leka.llm.base import Completion
+from leka.llm.prompting import EDIT_KINDS, L0_PASSES, L2_LANGUAGES, levels_of
+from leka.types import Edit
+
+
+class ParseError(ValueError):
+    """The reply holds no usable JSON; the message says what was expected."""
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in `text`: whole text, then fenced blocks, then the first decodable {...} / [...]."""
+    s = text.strip()
+    if not s:
+        raise ParseError("the reply was empty; expected a JSON object")
+    try:
+        return json.loads(s)
+    except json.JSONDecodeError:
+        pass
+    for m in _FENCE.finditer(s):
+        try:
+            return json.loads(m.group(1))
+        except json.JSONDecodeError as e:
+            raise ParseError(f"the ```json block is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    dec = json.JSONDecoder()
+    for i, ch in enumerate(s):
+        if ch in "{[":
+            try:
+                v, _ = dec.raw_decode(s, i)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(v, (dict, list)) and v:
+                return v
+    raise ParseError("no JSON object found in the reply; call the tool, or reply with its arguments as "
+                     "one JSON object")
+
+
+def reply_data(comp: Completion) -> Any:
+    return comp.tool_args if comp.tool_args is not None else extract_json(comp.text)
+
+
+def _payload_error(level: str, kind: str, payload: dict[str, Any]) -> str | None:
+    if kind == "pass":
+        name = payload.get("name")
+        if name not in L0_PASSES:
+            return f"payload.name must be one of {list(L0_PASSES)}, got {name!r}"
+    elif kind in ("relax_text", "tir_text"):
+        if not isinstance(payload.get("text"), str) or not payload["text"].strip():
+            return "payload.text must be a non-empty string holding the whole TVMScript"
+    elif kind == "trace":
+        tr = payload.get("trace")
+        if not isinstance(tr, list) or not tr:
+            return "payload.trace must be a non-empty list of steps {\"prim\", \"args\", \"kwargs\", \"out\"}"
+        for n, step in enumerate(tr):
+            if not isinstance(step, dict) or not isinstance(step.get("prim"), str):
+                return f"payload.trace step {n} must be an object with a string 'prim', got {json.dumps(step)[:120]}"
+    elif kind == "source":
+        if payload.get("language") not in L2_LANGUAGES:
+            return f"payload.language must be one of {list(L2_LANGUAGES)}, got {payload.get('language')!r}"
+        if not isinstance(payload.get("text"), str) or not payload["text"].strip():
+            return "payload.text must be a non-empty string holding the source"
+        if payload.get("entry") is not None and not isinstance(payload["entry"], str):
+            return "payload.entry must be a string (the exported symbol) or null"
+    return None
+
+
+def parse_edits(data: Any, level: str) -> tuple[list[Edit], list[str]]:
+    """(well-formed edits, one error per rejected item). `level` is the agent's level ("oneshot": any)."""
+    if isinstance(data, dict) and "edits" in data:
+        items = data["edits"]
+    elif isinstance(data, dict) and "kind" in data:
+        items = [data]
+    else:
+        items = data
+    if not isinstance(items, list):
+        return [], ['expected {"edits": [ ... ]} with a list of edit objects']
+    if not items:
+        return [], ['"edits" was empty; propose at least one edit']
+    allowed = levels_of(level)
+    edits: list[Edit] = []
+    errors: list[str] = []
+    seen: set[str] = set()
+    for n, it in enumerate(items):
+        where = f"edit {n + 1}"
+        if not isinstance(it, dict):
+            errors.append(f"{where}: expected an object, got {type(it).__name__}")
+            continue
+        it = dict(it)
+        if "level" not in it and level != "oneshot":
+            it["level"] = level
+        lv = it.get("level")
+        if lv not in allowed:
+            errors.append(f"{where}: level must be one of {allowed}, got {lv!r}")
+            continue
+        kind = it.get("kind")
+        if kind not in EDIT_KINDS[lv]:
+            errors.append(f"{where}: kind for {lv} must be one of {list(EDIT_KINDS[lv])}, got {kind!r}")
+            continue
+        payload = it.get("payload")
+        if not isinstance(payload, dict):
+            errors.append(f"{where}: payload must be an object")
+            continue
+        target = it.get("target")
+        if EDIT_KINDS[lv][kind][0] is not None and not (isinstance(target, str) and target):
+            errors.append(f"{where}: {kind} needs target = the {EDIT_KINDS[lv][kind][0]}")
+            continue
+        if (msg := _payload_error(lv, kind, payload)) is not None:
+            errors.append(f"{where}: {msg}")
+            continue
+        try:
+            e = Edit(level=lv, kind=kind, target=target if isinstance(target, str) else None, payload=payload,
+                     rationale=str(it.get("rationale") or ""))
+        except ValidationError as ex:
+            errors.append(f"{where}: {ex.errors()[0]['msg']}")
+            continue
+        key = json.dumps([e.level, e.kind, e.target, e.payload], sort_keys=True, default=str)
+        if key not in seen:  # a model repeating itself should not cost two evaluations
+            seen.add(key)
+            edits.append(e)
+    return edits, errors
+
+
+def parse_route(data: Any, levels: list[str]) -> tuple[str, str]:
+    """(level, reason) from {"level": ..., "reason": ...}; raises ParseError with a fixable message."""
+    if not isinstance(data, dict):
+        raise ParseError('expected an object {"level": ..., "reason": ...}')
+    lv = data.get("level")
+    if isinstance(lv, str):
+        lv = lv.strip().upper()
+    if lv not in levels:
+        raise ParseError(f"level must be one of {levels}, got {data.get('level')!r}")
+    reason = data.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise ParseError("reason must be a non-empty string naming the bottleneck")
+    return lv, reason.strip()

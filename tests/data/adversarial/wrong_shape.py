@@ -1,0 +1,16 @@
+# from tvm.script import ir as I
+# from tvm.script import relax as R
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((4, 64), dtype="float32"), c0: R.Tensor((64,), dtype="float32")) -> R.Tuple(R.Tensor((64, 4), dtype="float32")):
+        with R.dataflow():
+            lv: R.Tensor((4, 64), dtype="float32") = R.nn.relu(x)
+            lv1: R.Tensor((4, 64), dtype="float32") = R.multiply(lv, c0)
+            lv2: R.Tensor((4, 64), dtype="float32") = R.add(lv1, x)
+            t: R.Tensor((64, 4), dtype="float32") = R.permute_dims(lv2, axes=[1, 0])
+            gv: R.Tuple(R.Tensor((64, 4), dtype="float32")) = (t,)
+            R.output(gv)
+        return gv

@@ -1,0 +1,271 @@
+"""A local stand-in for the OpenAI and Anthropic HTTP APIs, driven by the real SDK clients in tests.
+
+No LLM service is reachable from CI, so the providers are tested at the wire level: the SDKs send
+real requests to 127.0.0.1 and parse real response bodies. Replies come from a scripted queue of
+response specs (plain dicts, so a JSON file can hold them too):
+
+    {"text": "..."}                                   assistant text
+    {"tool": {"name": "propose_edits", "arguments": {...} | "raw string"}, "text": "..."}
+    {"status": 429, "retry_after": 0.05}              an HTTP error (any status), optional Retry-After
+                                                      and "message" (the error body's message)
+    {"garbage": "not json {"}                         200 with a body that is not JSON
+    {"delay": 2.0, ...}                               sleep before answering (to trip client timeouts)
+    {"usage": {"input": 12, "output": 34}, ...}       token counts to report (defaults are computed)
+
+The same spec answers either protocol: `/v1/chat/completions` gets an OpenAI `chat.completion`
+(tool calls as `tool_calls` with JSON-string arguments), `/v1/messages` an Anthropic `message`
+(tool calls as `tool_use` blocks with an `input` object). Every request is recorded (method, path,
+headers, JSON body). When the queue is empty the last spec repeats, or `default` answers if set.
+
+Standalone, for an end-to-end check: `python tests/fake_llm_server.py --port 8765 --script replies.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any  # parsed JSON, or the raw text when it was not JSON
+
+    @property
+    def authorization(self) -> str:
+        return self.headers.get("authorization", "") or self.headers.get("x-api-key", "")
+
+
+def _usage(spec: dict[str, Any], body: Any) -> tuple[int, int]:
+    u = spec.get("usage") or {}
+    prompt = json.dumps(body.get("messages", []) if isinstance(body, dict) else body)
+    reply = json.dumps(spec.get("text", "")) + json.dumps((spec.get("tool") or {}).get("arguments", ""))
+    return int(u.get("input", max(1, len(prompt) // 4))), int(u.get("output", max(1, len(reply) // 4)))
+
+
+def openai_body(spec: dict[str, Any], req: Any) -> dict[str, Any]:
+    n = next(_ids)
+    model = req.get("model", "fake") if isinstance(req, dict) else "fake"
+    msg: dict[str, Any] = {"role": "assistant", "content": spec.get("text"), "refusal": None}
+    finish = "stop"
+    if spec.get("tool"):
+        t = spec["tool"]
+        args = t.get("arguments", {})
+        msg["tool_calls"] = [{
+            "id": f"call_{n}", "type": "function",
+            "function": {"name": t.get("name", "propose_edits"),
+                         "arguments": args if isinstance(args, str) else json.dumps(args)},
+        }]
+        finish = "tool_calls"
+    pin, pout = _usage(spec, req)
+    return {
+        "id": f"chatcmpl-fake{n}", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": msg, "logprobs": None, "finish_reason": finish}],
+        "usage": {"prompt_tokens": pin, "completion_tokens": pout, "total_tokens": pin + pout},
+    }
+
+
+def anthropic_body(spec: dict[str, Any], req: Any) -> dict[str, Any]:
+    n = next(_ids)
+    model = req.get("model", "fake") if isinstance(req, dict) else "fake"
+    content: list[dict[str, Any]] = []
+    if spec.get("text"):
+        content.append({"type": "text", "text": spec["text"]})
+    stop = "end_turn"
+    if spec.get("tool"):
+        t = spec["tool"]
+        args = t.get("arguments", {})
+        if isinstance(args, str):  # Anthropic always sends an object; a raw string becomes text
+            content.append({"type": "text", "text": args})
+        else:
+            content.append({"type": "tool_use", "id": f"toolu_{n}", "name": t.get("name", "propose_edits"),
+                            "input": args})
+            stop = "tool_use"
+    pin, pout = _usage(spec, req)
+    return {
+        "id": f"msg_fake{n}", "type": "message", "role": "assistant", "model": model, "content": content,
+        "stop_reason": stop, "stop_sequence": None,
+        "usage": {"input_tokens": pin, "output_tokens": pout},
+    }
+
+
+def _error_body(status: int, anthropic: bool, message: str | None = None) -> dict[str, Any]:
+    kind = {429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}.get(status, "invalid_request_error")
+    msg = message or f"fake server: status {status}"
+    if anthropic:
+        return {"type": "error", "error": {"type": kind, "message": msg}}
+    return {"error": {"message": msg, "type": kind, "param": None, "code": None}}
+
+
+class FakeLLMServer:
+    """Context manager: `with FakeLLMServer([spec, ...]) as srv: OpenAI(base_url=srv.openai_url)`."""
+
+    def __init__(self, script: list[dict[str, Any]] | None = None, *, default: dict[str, Any] | None = None,
+                 host: str = "127.0.0.1", port: int = 0):
+        self._queue: deque[dict[str, Any]] = deque(script or [])
+        self._last: dict[str, Any] | None = None
+        self.default = default
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._httpd = ThreadingHTTPServer((host, port), self._handler())
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False
+        self._thread: threading.Thread | None = None
+
+    # -- script -----------------------------------------------------------------------------
+    def push(self, *specs: dict[str, Any]) -> None:
+        with self._lock:
+            self._queue.extend(specs)
+
+    def _next_spec(self) -> dict[str, Any]:
+        with self._lock:
+            if self._queue:
+                self._last = self._queue.popleft()
+                return self._last
+            if self.default is not None:
+                return self.default
+            if self._last is not None:
+                return self._last
+            return {"text": "fake server: no script"}
+
+    # -- lifecycle --------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_url(self) -> str:  # the OpenAI SDK's base_url includes /v1
+        return self.url + "/v1"
+
+    @property
+    def anthropic_url(self) -> str:  # the Anthropic SDK appends /v1/messages itself
+        return self.url
+
+    def start(self) -> FakeLLMServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()  # wakes handlers sleeping on a `delay`
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- HTTP -------------------------------------------------------------------------------
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+                pass  # keep test output clean
+
+            def _send(self, status: int, body: bytes, ctype: str = "application/json",
+                      headers: dict[str, str] | None = None) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(body)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout): nothing to answer
+
+            def _record(self, body: Any) -> None:
+                with server._lock:
+                    server.requests.append(RecordedRequest(
+                        self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+
+            def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+                self._record(None)
+                if self.path.rstrip("/").endswith("/v1/models"):
+                    data = {"object": "list", "data": [
+                        {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}]}
+                    self._send(200, json.dumps(data).encode())
+                else:
+                    self._send(404, json.dumps(_error_body(404, False)).encode())
+
+            def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n).decode("utf-8", "replace")
+                try:
+                    body: Any = json.loads(raw)
+                except json.JSONDecodeError:
+                    body = raw
+                self._record(body)
+                path = self.path.split("?")[0].rstrip("/")
+                is_anthropic = path.endswith("/v1/messages")
+                if not (is_anthropic or path.endswith("/chat/completions")):
+                    self._send(404, json.dumps(_error_body(404, False)).encode())
+                    return
+                spec = server._next_spec()
+                if spec.get("delay"):
+                    if server._stop.wait(float(spec["delay"])):
+                        return
+                if "garbage" in spec:
+                    self._send(200, str(spec["garbage"]).encode(), ctype=spec.get("content_type", "application/json"))
+                    return
+                status = int(spec.get("status", 200))
+                if status != 200:
+                    headers = {}
+                    if spec.get("retry_after") is not None:
+                        headers["retry-after"] = str(spec["retry_after"])
+                    body_ = _error_body(status, is_anthropic, spec.get("message"))
+                    self._send(status, json.dumps(body_).encode(), headers=headers)
+                    return
+                data = anthropic_body(spec, body) if is_anthropic else openai_body(spec, body)
+                self._send(200, json.dumps(data).encode())
+
+        return Handler
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--script", type=Path, help="JSON file: a list of response specs")
+    ap.add_argument("--default-text", default=None, help="reply with this text once the script is spent "
+                                                         "(default: repeat the last spec)")
+    a = ap.parse_args()
+    script = json.loads(a.script.read_text()) if a.script else []
+    default = {"text": a.default_text} if a.default_text is not None else None
+    srv = FakeLLMServer(script, default=default, host=a.host, port=a.port)
+    print(f"fake LLM server on {srv.url} (OpenAI base_url {srv.openai_url}, Anthropic base_url {srv.anthropic_url})",
+          flush=True)
+    try:
+        srv._httpd.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv._httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()
