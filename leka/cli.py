@@ -19,6 +19,8 @@ def _mount() -> None:
     from benchmark.cli import app as bench_app
 
     app.add_typer(bench_app, name="bench", help="EdgeKernelBench: list tasks, evaluate, tune baselines.")
+    from candidate_tree.cli import app as tree_app
+    app.add_typer(tree_app, name="tree", help="Candidate tree: show nodes, best-k, lineage; export HTML/JSON.")
 
 
 def main() -> None:
