@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -160,11 +161,176 @@ def apply_l1(mod, c: Candidate) -> tuple[Any, list[str]]:
     return mod, applied
 
 
-def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None) -> Built:
-    """L0 text -> bind -> lower -> L1 schedules -> compile (-> L2 overrides). Raises on failure;
-    the evaluator turns that into an EvalResult."""
-    mod = relax_module(c, root_params)
-    lowered = A.lower(mod, target)
-    lowered, applied = apply_l1(lowered, c)
-    ex = A.build(lowered, target)
-    return Built(executable=ex, lowered=lowered, applied_l1=applied)
+def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None,
+                    l2_dir: str | Path | None = None, for_rpc: bool = False) -> Built:
+    """L0 text -> bind -> lower -> L1 schedules (-> DLight on GPUs) -> L2 overrides -> compile.
+    Raises on failure; the evaluator turns that into an EvalResult. `for_rpc` makes a main that
+    returns a 1-tuple return the tensor (RPC cannot index a remote tuple)."""
+    layers = lower_layers(c, target, root_params)
+    mod = layers.scheduled
+    if for_rpc:
+        mod = A.unwrap_single_output(mod)
+    backend = target.kind.name
+    mod, objects, post, applied_l2 = _apply_l2(mod, layers, c, backend, l2_dir)
+    if post:
+        from leka import l2 as L2
+
+        with A.source_postproc(backend, post):
+            ex = A.build(mod, target)
+        missing = [k for k, n in post.hits.items() if n == 0]
+        if missing:
+            raise L2.L2Error(f"L2 kernel(s) {missing} not defined in the generated {backend} source")
+    else:
+        ex = A.build(mod, target)
+    return Built(executable=ex, lowered=mod, applied_l1=layers.applied_l1, applied_l2=applied_l2,
+                 extra_modules=objects)
+
+
+# ============================================================================ layers: lowering, carry-forward
+@dataclass
+class Layers:
+    """One candidate lowered for one target, every layer's keys at hand."""
+
+    unscheduled: Any  # after the zero pipeline: the PrimFuncs L1 entries are keyed by
+    scheduled: Any  # L1 applied (and DLight on GPUs): the PrimFuncs L2 entries are keyed by
+    l1_keys: dict[str, str]  # PrimFunc name -> structural hash of the unscheduled PrimFunc
+    l2_keys: dict[str, str]  # PrimFunc name -> structural hash of the scheduled PrimFunc
+    applied_l1: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=8)
+def _root_params_cached(task_path: str, digest: str) -> dict[str, np.ndarray]:
+    return import_root(resolve(task_path)).params
+
+
+def candidate_params(c: Candidate, root_params: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    if c.params_file:
+        return load_params(c.params_file)
+    if root_params is not None:
+        return root_params
+    task = c.load_task()
+    return _root_params_cached(str(task.path), task.digest)
+
+
+_LOWER_CACHE: dict[tuple[str, str, str], Any] = {}
+
+
+def _zero_lowered(c: Candidate, target, root_params) -> Any:
+    # lowering is deterministic in (L0 text, params, target): carry-forward and the views re-ask often
+    key = (hashlib.sha256(c.relax_text.encode()).hexdigest(),
+           params_digest(c.params_file) if c.params_file else f"root:{c.task_path}:{id(root_params) if root_params is not None else 0}",
+           str(target))
+    if key not in _LOWER_CACHE:
+        if len(_LOWER_CACHE) > 16:
+            _LOWER_CACHE.pop(next(iter(_LOWER_CACHE)))
+        mod = A.parse_module(c.relax_text)
+        mod = A.bind_params(mod, candidate_params(c, root_params))
+        _LOWER_CACHE[key] = A.lower(mod, target, gpu_schedule=False)
+    return _LOWER_CACHE[key]
+
+
+def l1_function(entry: L1Entry, func):
+    """The scheduled PrimFunc an L1 entry makes of the unscheduled `func`."""
+    if entry.tir_text:
+        new = A.parse_tir(entry.tir_text)
+        check_same_signature(func, new)
+        return new
+    return sched.apply_trace(func, entry.trace or [])
+
+
+def check_same_signature(old, new) -> None:
+    a, b = A.buffer_signature(old), A.buffer_signature(new)
+    if [(s, d) for _, s, d in a] != [(s, d) for _, s, d in b]:
+        raise ValueError("the replacement PrimFunc's buffer parameters differ from the original's: "
+                         f"expected {[(list(s), d) for _, s, d in a]}, got {[(list(s), d) for _, s, d in b]}")
+
+
+def lower_layers(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None) -> Layers:
+    """zero pipeline -> L1 entries (marked scheduled) -> DLight for the rest on GPUs."""
+    base = _zero_lowered(c, target, root_params)
+    l1_keys = {name: A.structural_hash(f) for name, f in A.prim_funcs(base).items()}
+    mod, applied = base, []
+    gpu = target.kind.name in ("cuda", "opencl")
+    for name, key in l1_keys.items():
+        entry = c.l1.get(key)
+        if entry is None:
+            continue
+        new = l1_function(entry, base[name])
+        if gpu:
+            new = A.mark_scheduled(new)
+        mod = A.replace_prim_func(mod, name, new)
+        applied.append(key)
+    if gpu:
+        mod = A.gpu_default_schedule(mod, target)
+    l2_keys = {name: A.structural_hash(f) for name, f in A.prim_funcs(mod).items()}
+    return Layers(unscheduled=base, scheduled=mod, l1_keys=l1_keys, l2_keys=l2_keys, applied_l1=applied)
+
+
+def lowered_module(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None) -> tuple[Any, dict[str, str]]:
+    """The lowered, L1-scheduled module and {PrimFunc name -> L1 key} (the hash of the unscheduled
+    PrimFunc). The L2 key of a PrimFunc is `A.structural_hash(mod[name])` of the returned module
+    (also in `lower_layers(...).l2_keys`)."""
+    layers = lower_layers(c, target, root_params)
+    return layers.scheduled, layers.l1_keys
+
+
+def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir):
+    """CPU: PrimFunc body -> call_extern(ENTRY), the C++ compiled and loaded. GPU: a postproc that
+    splices the kernel texts into the generated source."""
+    from leka import l2 as L2
+
+    objects: list[str] = []
+    applied: list[str] = []
+    splices: list[tuple[str, str, str]] = []  # (kernel name now, text, language)
+    for name, key in layers.l2_keys.items():
+        entry = c.l2.get(key)
+        if entry is None:
+            continue
+        if entry.language in ("cpp", "c", "llvm"):
+            if backend != "llvm":
+                raise L2.L2Error(f"L2 entry for {name} is {entry.language} but the target is {backend}")
+            comp = compile_l2_source(entry.language, entry.text, l2_dir)
+            symbol = entry.entry or name
+            L2.check_symbol(comp, symbol)
+            mod = A.replace_prim_func(mod, name, A.extern_prim_func(mod[name], symbol))
+            objects.append(str(comp.obj))
+        else:
+            if entry.language != backend:
+                raise L2.L2Error(f"L2 entry for {name} is {entry.language} but the target is {backend}")
+            old_kernel = entry.entry or f"{entry.kernel}_kernel"
+            new_kernel = old_kernel.replace(entry.kernel, name, 1) if entry.kernel != name else old_kernel
+            text = entry.text if new_kernel == old_kernel else re.sub(
+                r"\b" + re.escape(old_kernel) + r"\b", new_kernel, entry.text)
+            splices.append((new_kernel, text, entry.language))
+        applied.append(key)
+    post = None
+    if splices:
+        hits = {k: 0 for k, _, _ in splices}
+
+        def post(src: str) -> str:
+            # OpenCL may hand over one source per kernel: splice where the definition is
+            for kname, text, lang in splices:
+                src, n = L2.splice_kernel(src, kname, text, lang)
+                hits[kname] += n
+            return src
+
+        post.hits = hits  # type: ignore[attr-defined]
+    return mod, objects, post, applied
+
+
+def compile_l2_source(language: str, text: str, l2_dir=None):
+    from leka import l2 as L2
+
+    if language == "llvm":
+        return L2.compile_llvm_ir(text, l2_dir, A.llvm_ir_to_object)
+    return L2.compile_cpp(text, l2_dir, language="c" if language == "c" else "cpp")
+
+
+def export(built: Built, path: str | Path) -> str:
+    """A deployable .so (L2 objects linked in) that loads in a fresh process with
+    `tvm.runtime.load_module` + `relax.VirtualMachine`."""
+    opts = list(built.extra_modules)
+    if opts:
+        opts.append("-fopenmp")  # the hand-written kernels may use OpenMP
+    A.export_library(built.executable, str(path), options=opts)
+    return str(path)

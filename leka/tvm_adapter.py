@@ -89,11 +89,26 @@ def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
     except Exception as e:  # noqa: BLE001
         msg = str(e)
         ops = sorted(set(re.findall(r"\b(aten\.[\w.]+)", msg)))
-        if not ops:
+        if not ops:  # name the graph's ops that the message mentions, e.g. "linalg_svd"
             ops = sorted({str(n.target) for n in ep.graph.nodes if n.op == "call_function"
-                          and str(n.target).split(".")[1] in msg})
+                          and str(n.target).split(".")[-2 if str(n.target).count(".") >= 2 else -1] in msg})
+        if not ops:  # otherwise every op the importer has no converter for
+            ops = unsupported_ops(ep)
         raise ImportFailure(f"Relax import failed{' on ' + ', '.join(ops) if ops else ''}: "
                             f"{type(e).__name__}: {_first_line(e)}", ops) from e
+
+
+def unsupported_ops(ep) -> list[str]:
+    from tvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
+
+    table = ExportedProgramImporter().create_convert_map()
+    ops = set()
+    for n in ep.graph.nodes:
+        if n.op == "call_function":
+            name = getattr(n.target, "__name__", str(n.target))
+            if name not in table and name.split(".")[0] not in table:
+                ops.add(str(n.target))
+    return sorted(ops)
 
 
 def _first_line(e: BaseException) -> str:
@@ -137,7 +152,7 @@ def relax_text(mod: tvm.IRModule) -> str:
 
 def parse_module(text: str) -> tvm.IRModule:
     obj = tvm.script.from_source(text)
-    if isinstance(obj, tvm.tirx.PrimFunc):
+    if isinstance(obj, (tvm.tirx.PrimFunc, relax.Function)):
         return tvm.IRModule({"main": obj})
     return obj
 
@@ -172,19 +187,27 @@ def param_names(mod: tvm.IRModule, func: str = "main") -> list[str]:
 
 
 # ----------------------------------------------------------------------------- lowering / build
-def lower(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+def lower(mod: tvm.IRModule, target: tvm.target.Target, gpu_schedule: bool = True) -> tvm.IRModule:
     """Legalize + fold + fuse (the "zero" pipeline), plus DLight default schedules on GPUs.
-    `tvm.compile` alone only legalizes on CPU, leaving every op a separate unfused kernel."""
+    `tvm.compile` alone only legalizes on CPU, leaving every op a separate unfused kernel.
+    `gpu_schedule=False` stops before DLight, so L1 entries can be applied first (they are keyed by
+    the unscheduled PrimFunc) and marked scheduled; `gpu_default_schedule` then does the rest."""
     with target:
         out = relax.get_pipeline("zero")(mod)
-        if target.kind.name in ("cuda", "opencl"):
+        if gpu_schedule and target.kind.name in ("cuda", "opencl"):
             out = gpu_default_schedule(out)
     return out
 
 
-def gpu_default_schedule(mod: tvm.IRModule) -> tvm.IRModule:
+def gpu_default_schedule(mod: tvm.IRModule, target: tvm.target.Target | None = None) -> tvm.IRModule:
     from tvm.s_tir import dlight as dl
 
+    if target is not None:
+        with target:
+            return gpu_default_schedule(mod)
+    # ApplyDefaultSchedule assigns into the module it is given: work on a copy, so a cached
+    # unscheduled module (leka.ir) stays unscheduled
+    mod = tvm.IRModule(dict(mod.functions), attrs=mod.attrs)
     return dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(),
                                    dl.gpu.GeneralReduction(), dl.gpu.Fallback())(mod)
 
@@ -338,3 +361,515 @@ def inspect_source(ex, backend: str, fmt: str = "") -> str:
 class Timing:
     median_s: float
     samples: list[float]
+
+
+# ============================================================================ IR layers (leka.ir / edits / views)
+# Added for the three-layer candidate IR: L0 passes, L1 helpers, L2 source overrides, RPC.
+def mark_scheduled(func: tvm.tirx.PrimFunc) -> tvm.tirx.PrimFunc:
+    """DLight skips PrimFuncs with this attribute (s_tir/dlight/base/transform.py `_is_scheduled`)."""
+    return func.with_attr("tirx.is_scheduled", True)
+
+
+def is_scheduled(func: tvm.tirx.PrimFunc) -> bool:
+    return bool(func.attrs is not None and "tirx.is_scheduled" in func.attrs
+                and int(func.attrs["tirx.is_scheduled"]) == 1)
+
+
+def error_text(e: BaseException, limit: int = 2000) -> str:
+    """A TVM / TVMScript error as an agent can act on it: the diagnostic and the offending source
+    line (TVMScript prints `--> file:line` plus the line with a caret), without C++ backtraces."""
+    raw = str(e).strip()
+    lines = raw.splitlines()
+    keep: list[str] = []
+    skip_bt = False
+    for ln in lines:
+        s = ln.strip()
+        if s.startswith("Traceback") or s.startswith("Stack trace"):
+            skip_bt = True
+            continue
+        if skip_bt and (s.startswith("File ") or re.match(r"^\d+: ", s) or s.startswith("at ")):
+            continue
+        skip_bt = False
+        keep.append(ln.rstrip())
+    text = "\n".join(k for k in keep if k.strip()) or repr(e)
+    text = f"{type(e).__name__}: {text}" if not text.startswith(type(e).__name__) else text
+    return text if len(text) <= limit else text[: limit // 2] + "\n...\n" + text[-limit // 2:]
+
+
+def well_formed(mod: tvm.IRModule) -> bool:
+    return bool(relax.analysis.well_formed(mod))
+
+
+def relax_functions(mod: tvm.IRModule) -> dict[str, Any]:
+    return {gv.name_hint: f for gv, f in mod.functions.items() if isinstance(f, relax.Function)}
+
+
+def count_relax_ops(mod: tvm.IRModule) -> dict[str, int]:
+    """Op name -> number of calls in the Relax functions (call_tir counts under its callee name)."""
+    counts: dict[str, int] = defaultdict(int)
+
+    def visit(e):
+        if isinstance(e, relax.Call):
+            op = e.op
+            if isinstance(op, tvm.ir.Op):
+                counts[op.name] += 1
+            elif hasattr(op, "name_hint"):
+                counts[op.name_hint] += 1
+
+    for f in relax_functions(mod).values():
+        relax.analysis.post_order_visit(f, visit)
+    return dict(counts)
+
+
+# ---------------------------------------------------------------- L0 passes: IRModule (constants bound) -> IRModule
+def _seq(*passes) -> Any:
+    return tvm.transform.Sequential(list(passes))
+
+
+def l0_fold_batchnorm(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    # conv2d(const W) -> batch_norm  =>  conv2d(W') + add(b'); any other batch_norm -> mul/add
+    return _seq(relax.transform.FoldBatchnormToConv2D(), relax.transform.DecomposeOpsForInference(),
+                relax.transform.FoldConstant(), relax.transform.CanonicalizeBindings(),
+                relax.transform.DeadCodeElimination())(mod)
+
+
+def l0_convert_layout_nhwc(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    # relax.clip has no layout rule and gets wrapped in permute_dims: run clip_to_relu_min first
+    out = relax.transform.ConvertLayout({"relax.nn.conv2d": ["NHWC", "OHWI"]})(mod)
+    return _seq(relax.transform.FoldConstant(), relax.transform.CanonicalizeBindings(),
+                relax.transform.DeadCodeElimination())(out)
+
+
+def _rewrite_relax(mod: tvm.IRModule, pattern, fn) -> tvm.IRModule:
+    from tvm.relax.dpl import rewrite_call
+
+    out = tvm.IRModule({gv: (rewrite_call(pattern, fn, f) if isinstance(f, relax.Function) else f)
+                        for gv, f in mod.functions.items()}, attrs=mod.attrs)
+    return out
+
+
+def l0_clip_to_relu_min(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    from tvm.relax.dpl import is_op, wildcard
+
+    x = wildcard()
+    pat = is_op("relax.clip")(x, wildcard(), wildcard())
+
+    def rw(expr, m):
+        lo, hi = expr.args[1], expr.args[2]
+        lo_v = float(lo.value) if hasattr(lo, "value") else None
+        hi_v = float(hi.value) if hasattr(hi, "value") else None
+        if lo_v != 0.0 or hi_v is None:
+            return expr
+        dt = str(m[x].ty.dtype)
+        return relax.op.minimum(relax.op.nn.relu(m[x]), relax.const(hi_v, dt))
+
+    return _rewrite_relax(mod, pat, rw)
+
+
+def l0_conv1x1_to_matmul(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    """1x1 conv (groups 1, stride 1, no padding, constant weight) -> reshape + matmul + reshape.
+    NHWC/OHWI: (NHW, C) @ (C, O); NCHW/OIHW: (O, C) @ (N, C, HW), broadcast over N."""
+    from tvm.relax.dpl import is_const, is_op, wildcard
+
+    x_p, w_p = wildcard(), is_const()
+    pat = is_op("relax.nn.conv2d")(x_p, w_p)
+
+    def rw(expr, m):
+        a = expr.attrs
+        if not (a.groups == 1 and all(int(s) == 1 for s in a.strides) and all(int(p) == 0 for p in a.padding)
+                and all(int(d) == 1 for d in a.dilation) and (a.out_layout in ("", a.data_layout))):
+            return expr
+        w = m[w_p].value.numpy()
+        xs = [int(v) for v in m[x_p].ty.shape]
+        if a.data_layout == "NHWC" and a.kernel_layout == "OHWI" and w.shape[1] == w.shape[2] == 1:
+            N, H, W, C = xs
+            n_out = w.shape[0]
+            xm = relax.op.reshape(m[x_p], (N * H * W, C))
+            wm = relax.const(np.ascontiguousarray(w.reshape(n_out, C).T))
+            return relax.op.reshape(relax.op.matmul(xm, wm), (N, H, W, n_out))
+        if a.data_layout == "NCHW" and a.kernel_layout == "OIHW" and w.shape[2] == w.shape[3] == 1:
+            N, C, H, W = xs
+            n_out = w.shape[0]
+            xm = relax.op.reshape(m[x_p], (N, C, H * W))
+            wm = relax.const(np.ascontiguousarray(w.reshape(n_out, C)))
+            return relax.op.reshape(relax.op.matmul(wm, xm), (N, n_out, H, W))
+        return expr
+
+    return _rewrite_relax(mod, pat, rw)
+
+
+def l0_fuse(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    # legalize + FuseOps + FuseTIR made explicit in L0 (the PrimFuncs then show in the Relax text)
+    with target:
+        return _seq(relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
+                    relax.transform.FoldConstant(), relax.transform.FuseOps(), relax.transform.FuseTIR(),
+                    relax.transform.DeadCodeElimination())(mod)
+
+
+def l0_decompose_ops(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    return _seq(relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings())(mod)
+
+
+def l0_fold_constant(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    return _seq(relax.transform.FoldConstant(), relax.transform.CanonicalizeBindings())(mod)
+
+
+def l0_dead_code_elimination(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    return relax.transform.DeadCodeElimination()(mod)
+
+
+def l0_combine_parallel_matmul(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    # q/k/v (and gate/up) projections of one input become one wider matmul + split
+    return _seq(relax.transform.CombineParallelMatmul(), relax.transform.FoldConstant(),
+                relax.transform.CanonicalizeBindings(), relax.transform.DeadCodeElimination())(mod)
+
+
+def l0_eliminate_common_subexpr(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    return _seq(relax.transform.EliminateCommonSubexpr(), relax.transform.DeadCodeElimination())(mod)
+
+
+def l0_fuse_transpose_matmul(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    return relax.transform.FuseTransposeMatmul()(mod)
+
+
+L0_PASS_FNS = {
+    "fold_batchnorm": l0_fold_batchnorm,
+    "convert_layout_nhwc": l0_convert_layout_nhwc,
+    "conv1x1_to_matmul": l0_conv1x1_to_matmul,
+    "clip_to_relu_min": l0_clip_to_relu_min,
+    "fuse": l0_fuse,
+    "decompose_ops": l0_decompose_ops,
+    "fold_constant": l0_fold_constant,
+    "dead_code_elimination": l0_dead_code_elimination,
+    "combine_parallel_matmul": l0_combine_parallel_matmul,
+    "eliminate_common_subexpr": l0_eliminate_common_subexpr,
+    "fuse_transpose_matmul": l0_fuse_transpose_matmul,
+}
+
+
+# ---------------------------------------------------------------- L1 / L2 helpers
+def buffer_signature(func: tvm.tirx.PrimFunc) -> list[tuple[str, tuple[int, ...], str]]:
+    """(name, static shape, dtype) of each buffer parameter, in order (inputs then outputs)."""
+    out = []
+    for p in func.params:
+        buf = p if hasattr(p, "shape") else func.buffer_map[p]
+        out.append((str(buf.name), tuple(int(s) for s in buf.shape), str(buf.dtype)))
+    return out
+
+
+def extern_prim_func(func: tvm.tirx.PrimFunc, entry: str) -> tvm.tirx.PrimFunc:
+    """The same signature as `func`, whose body calls the C symbol `entry` with each buffer's data
+    pointer in order and asserts it returned 0 (recipe s5b_call_extern.py)."""
+    sig = buffer_signature(func)
+    params = ", ".join(f"p{i}: T.Buffer({shape!r}, {dt!r})" for i, (_, shape, dt) in enumerate(sig))
+    ptrs = ", ".join(f"p{i}.data" for i in range(len(sig)))
+    text = (
+        "# from tvm.script import tirx as T\n\n"
+        "@T.prim_func(private=True)\n"
+        f"def main({params}):\n"
+        '    T.func_attr({"tirx.noalias": True})\n'
+        f'    assert T.call_extern("int32", "{entry}", {ptrs}) == 0, "L2 kernel {entry} returned non-zero"\n'
+    )
+    return tvm.script.from_source(text)
+
+
+def build_prim_func(func: tvm.tirx.PrimFunc, target: tvm.target.Target, name: str = "main"):
+    """Compile one PrimFunc alone (a legality check for L1 edits; the source of one kernel)."""
+    f = func.with_attr("global_symbol", name)
+    return tvm.compile(tvm.IRModule({name: f}), target=target)
+
+
+def runtime_source(rt_mod, fmt: str = "") -> str:
+    """Source of a compiled runtime module or of the device module it imports (CUDA C, OpenCL C)."""
+    for kind in ("cuda", "opencl"):
+        m = find_module(rt_mod, kind)
+        if m is not None:
+            return m.inspect_source(fmt)
+    m = find_module(rt_mod, "llvm")
+    return m.inspect_source(fmt or "ll") if m is not None else ""
+
+
+class source_postproc:
+    """Context manager: while active, `tvm.compile` for `backend` passes the generated CUDA / OpenCL
+    source through `fn(source) -> source` (the global `tvm_callback_<backend>_postproc`). Restores
+    the previous callback (or none) on exit."""
+
+    def __init__(self, backend: str, fn):
+        self.name = f"tvm_callback_{backend}_postproc"
+        self.fn = fn
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = tvm_ffi.get_global_func(self.name, allow_missing=True)
+
+        def cb(code, *rest):
+            return self.fn(str(code))
+
+        tvm_ffi.register_global_func(self.name, cb, override=True)
+        return self
+
+    def __exit__(self, *exc):
+        tvm_ffi.remove_global_func(self.name)
+        if self.prev is not None:
+            tvm_ffi.register_global_func(self.name, self.prev, override=True)
+        return False
+
+
+def nvcc_compile(src: str, arch: str = "sm_90", fmt: str = "ptx") -> bytes:
+    """Compile CUDA C with the local nvcc (raises with nvcc's diagnostics)."""
+    from tvm.support import nvcc
+
+    with tvm.target.Target({"kind": "cuda", "arch": arch}):
+        return bytes(nvcc.compile_cuda(src, target_format=fmt, compiler="nvcc"))
+
+
+def llvm_ir_to_object(ll_path: str, obj_path: str) -> None:
+    """LLVM IR text -> object file through TVM's bundled LLVM (no clang needed)."""
+    m = tvm.runtime.load_module(ll_path)
+    m.write_to_file(obj_path) if hasattr(m, "write_to_file") else m.save(obj_path)
+
+
+def attach_object_file(ex, obj_path: str) -> None:
+    """Not needed for `export_library` (pass the object in `options`); kept for symmetry."""
+    ex.mod.import_module(tvm.runtime.load_module(obj_path))
+
+
+def unwrap_single_output(mod: tvm.IRModule, func: str = "main") -> tvm.IRModule:
+    """main returning a 1-tuple -> returning the tensor: RPC cannot index a remote tuple."""
+    f = mod[func]
+    ret = f.ret_ty
+    if not (isinstance(ret, relax.TupleType) and len(ret.fields) == 1):
+        return mod
+    params = list(f.params)
+    new_body = relax.SeqExpr(f.body.blocks, relax.TupleGetItem(f.body.body, 0))
+    nf = relax.Function(params, new_body, ret.fields[0], f.is_pure, attrs=f.attrs)
+    out_mod = tvm.IRModule(dict(mod.functions), attrs=mod.attrs)
+    out_mod[mod.get_global_var(func)] = nf
+    return out_mod
+
+
+# ---------------------------------------------------------------- RPC
+def rpc_connect(host: str, port: int, key: str = "", session_timeout: int = 0):
+    from tvm import rpc
+
+    return rpc.connect(host, port, key=key, session_timeout=session_timeout)
+
+
+def rpc_request(tracker_host: str, tracker_port: int, key: str, priority: int = 1, session_timeout: int = 0):
+    from tvm import rpc
+
+    return rpc.connect_tracker(tracker_host, tracker_port).request(key, priority=priority,
+                                                                  session_timeout=session_timeout)
+
+
+def rpc_tracker_summary(host: str, port: int) -> dict:
+    from tvm import rpc
+
+    return dict(rpc.connect_tracker(host, port).summary())
+
+
+def remote_device(remote, backend: str, index: int = 0):
+    return {"llvm": remote.cpu, "cuda": remote.cuda, "opencl": remote.cl}[backend](index)
+
+
+def remote_vm(remote, lib_name: str, backend: str):
+    """A Relax VM on the remote, over a library already uploaded with `remote.upload`."""
+    rlib = remote.load_module(lib_name)
+    dev = remote_device(remote, backend)
+    return relax.VirtualMachine(rlib, dev), dev
+
+
+def tensor_on(arr: np.ndarray, dev):
+    return tvm.runtime.tensor(np.ascontiguousarray(arr), dev)
+
+
+# ----------------------------------------------------------------------------- TIR analysis (profilers)
+def estimate_tir_flops(func: tvm.tirx.PrimFunc) -> float | None:
+    """TVM's own FLOP estimate of a PrimFunc (s_tir.analysis); None where it gives up."""
+    from tvm.s_tir.analysis import estimate_tir_flops as _est
+
+    try:
+        return float(_est(tvm.IRModule({"main": func})))
+    except Exception:  # noqa: BLE001 - callers fall back to counting block bodies
+        return None
+
+
+def _is_load(e) -> bool:
+    # tirx.BufferLoad is a factory function in 0.27 (the node class prints as TensorLoad)
+    return type(e).__name__ in ("TensorLoad", "BufferLoad")
+
+
+_ARITH = ("Add", "Sub", "Mul", "Div", "Max", "Min", "FloorDiv", "FloorMod", "Mod", "Select")
+
+
+def _expr_ops(e) -> tuple[int, list[str]]:
+    """Float arithmetic nodes in a stored value (index math inside loads is not counted) and the
+    kinds of the top-level operands of every Mul (to spot multiply-accumulate of two loads)."""
+    if _is_load(e):
+        return 0, []
+    name = type(e).__name__
+    is_float = "float" in str(getattr(e, "ty", ""))  # 0.27: PrimExpr dtype is `.ty`
+    op = str(getattr(getattr(e, "op", None), "name", ""))
+    n = 1 if is_float and (name in _ARITH or (name == "Call" and "if_then_else" not in op)) else 0
+    muls: list[str] = []
+    if name == "Mul" and is_float:
+        muls.append("loads" if _is_load(e.a) and _is_load(e.b)
+                    else "other")
+    kids = [getattr(e, k) for k in ("a", "b", "value", "condition", "true_value", "false_value")
+            if hasattr(e, k)]
+    kids += list(getattr(e, "args", []) or [])
+    for k in kids:
+        if isinstance(k, tvm.ir.Expr):
+            kn, km = _expr_ops(k)
+            n += kn
+            muls += km
+    return n, muls
+
+
+def _is_copy(e) -> bool:
+    """A stored value that only moves data: a load, a cast of one, a constant, or a padded load."""
+    from tvm import tirx
+
+    if _is_load(e) or type(e).__name__ in ("FloatImm", "IntImm"):
+        return True
+    if isinstance(e, tirx.Cast):
+        return _is_copy(e.value)
+    if type(e).__name__ == "Call" and "if_then_else" in str(getattr(e.op, "name", "")):
+        return all(_is_copy(a) for a in list(e.args)[1:])
+    if type(e).__name__ == "Select":
+        return _is_copy(e.true_value) and _is_copy(e.false_value)
+    return False
+
+
+def sblock_summaries(func: tvm.tirx.PrimFunc) -> list[dict[str, Any]]:
+    """One record per s_tir block (root excluded): name, iteration kinds ("S"/"R"/...), how often
+    the block runs (product of its iteration domains, so splits and reorders do not change it), float
+    ops per run, whether it only copies data, and whether it multiplies two loads (multiply-add)."""
+    from tvm import s_tir, tirx
+
+    kinds = {0: "S", 2: "R", 1: "T", 3: "O", 4: "U"}
+    out: list[dict[str, Any]] = []
+
+    def visit(stmt) -> None:
+        if stmt is None:
+            return
+        if isinstance(stmt, s_tir.SBlockRealize):
+            b = stmt.block
+            if b.name_hint != "root":
+                iters = "".join(kinds.get(int(iv.iter_type), "?") for iv in b.iter_vars)
+                extents = []
+                for iv in b.iter_vars:
+                    try:
+                        extents.append(int(iv.dom.extent))
+                    except (TypeError, ValueError):
+                        extents.append(1)
+                stores: list[Any] = []
+                collect_stores(b.body, stores)
+                ops, muls, copy = 0, [], bool(stores)
+                for st in stores:
+                    n, m = _expr_ops(st.value)
+                    ops, muls = ops + n, muls + m
+                    copy = copy and _is_copy(st.value)
+                out.append({"name": str(b.name_hint), "iters": iters, "extents": extents,
+                            "executions": int(np.prod(extents)) if extents else 1, "ops": ops,
+                            "copy": copy, "mul_of_loads": "loads" in muls, "has_init": b.init is not None,
+                            "stores": [str(st.buffer.name) for st in stores]})
+            visit(b.body)
+            return
+        for attr in ("seq",):
+            if hasattr(stmt, attr):
+                for s in getattr(stmt, attr):
+                    visit(s)
+                return
+        for attr in ("block", "body", "then_case", "else_case"):
+            child = getattr(stmt, attr, None)
+            if isinstance(child, (tirx.Stmt, s_tir.SBlock)):
+                visit(child)
+
+    def collect_stores(stmt, acc: list) -> None:
+        # stores that belong to this block, not to nested blocks (those are visited on their own)
+        if stmt is None or isinstance(stmt, s_tir.SBlockRealize):
+            return
+        if isinstance(stmt, tirx.BufferStore):
+            acc.append(stmt)
+            return
+        if hasattr(stmt, "seq"):
+            for s in stmt.seq:
+                collect_stores(s, acc)
+            return
+        for attr in ("body", "then_case", "else_case"):
+            child = getattr(stmt, attr, None)
+            if isinstance(child, tirx.Stmt):
+                collect_stores(child, acc)
+
+    visit(func.body)
+    return out
+
+
+def run_prim_func(rt_mod, arrays: Sequence[np.ndarray], name: str = "main", number: int = 0,
+                  repeat: int = 3) -> tuple[list[np.ndarray], float | None]:
+    """Call a compiled single-PrimFunc module (`build_prim_func`) on CPU with every buffer given
+    (inputs and preallocated outputs, in parameter order). Returns all buffers afterwards and, when
+    `number` > 0, the median seconds per call over `repeat` samples (agents' experiments, tests)."""
+    dev = tvm.cpu()
+    # np.ascontiguousarray turns a 0-d array into a 1-d one; a copy keeps the rank
+    args = [tvm.runtime.tensor(np.array(a, copy=True, order="C"), dev) for a in arrays]
+    f = rt_mod[name]
+    f(*args)
+    secs = None
+    if number > 0:
+        m = rt_mod.mod if hasattr(rt_mod, "mod") else rt_mod  # tvm.compile returns an Executable
+        te = m.time_evaluator(name, dev, number=number, repeat=repeat)
+        secs = float(te(*args).median)
+    return [a.numpy() for a in args], secs
+
+
+def cuda_runtime_setup() -> None:
+    """Before running CUDA modules: TVM keeps CUDA C and compiles it at load through the global
+    `tvm_callback_cuda_compile` (registered by tvm.support.nvcc); prefer nvcc when it is on PATH,
+    else NVRTC (needs the cuda-python bindings)."""
+    import shutil
+
+    if shutil.which("nvcc"):
+        os.environ.setdefault("TVM_CUDA_COMPILE_MODE", "nvcc")
+    from tvm.support import nvcc  # noqa: F401 - registers the compile callback
+
+
+# ----------------------------------------------------------------------------- MetaSchedule
+def _fast_builder(max_workers: int = 2, timeout_sec: float = 120.0):
+    """LocalBuilder whose workers skip `import tvm.s_tir.tensor_intrin` (~23 s per fresh worker
+    here, so the default 30 s builder timeout kills every candidate). The build function is a
+    closure so cloudpickle ships it by value to workers that cannot import this module's caller."""
+    from tvm.s_tir import meta_schedule as ms
+
+    def fast_build(mod, target, _params):
+        from tvm.driver import build as tvm_build
+        from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+        mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+        return tvm_build(mod, target=target)
+
+    return ms.builder.LocalBuilder(f_build=fast_build, max_workers=max_workers, timeout_sec=timeout_sec)
+
+
+def tune_relax(lowered: tvm.IRModule, target: tvm.target.Target, work_dir: str, trials: int, seed: int = 0) -> int:
+    """Tune every fused PrimFunc of a lowered module with MetaSchedule; the JSON database lands in
+    work_dir. Returns the number of tuning tasks."""
+    from tvm.s_tir import meta_schedule as ms
+
+    tasks = ms.relax_integration.extract_tasks(lowered, target)
+    if not tasks:
+        return 0
+    ms.relax_integration.tune_relax(
+        mod=lowered, params={}, target=target, work_dir=work_dir, max_trials_global=trials,
+        max_trials_per_task=max(4, trials // len(tasks)), num_trials_per_iter=min(8, max(2, trials)),
+        builder=_fast_builder(), seed=seed)
+    return len(tasks)
+
+
+def apply_tuning_db(lowered: tvm.IRModule, target: tvm.target.Target, work_dir: str) -> tvm.IRModule:
+    from tvm.s_tir import meta_schedule as ms
+
+    db = ms.database.JSONDatabase(work_dir=work_dir)
+    with target, db:
+        return relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(lowered)

@@ -1,0 +1,228 @@
+"""L2 target-source overrides: compiling C/C++ (and LLVM IR) kernels, splicing CUDA C / OpenCL C.
+
+The CPU contract an agent writes to (kept simple on purpose):
+
+    extern "C" int32_t ENTRY(float* p0, float* p1, ..., float* pn)   // returns 0 on success
+
+one pointer per buffer parameter of the PrimFunc, in order (inputs, then outputs), shapes static and
+baked into the source. `leka.ir` replaces the PrimFunc's body by `T.call_extern(ENTRY, p0.data, ...)`,
+compiles the source here (g++ -O3 -march=native -fopenmp), loads it RTLD_GLOBAL for the JIT and links
+the object into exported libraries.
+
+On CUDA / OpenCL an override is the text of one whole kernel function (`extern "C" __global__ void
+NAME(...) {...}` / `__kernel void NAME(...) {...}`); it replaces the function of the same name in the
+generated source at compile time.
+
+Compiled artefacts are content-addressed: the same text never compiles twice.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+CXX = os.environ.get("LEKA_CXX", "g++")
+CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-std=c++17"]
+DEFAULT_DIR = Path(".leka-cache") / "l2"
+C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t",
+           "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+           "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t", "bool": "bool"}
+LANGUAGES_FOR = {"llvm": ("cpp", "llvm"), "cuda": ("cuda",), "opencl": ("opencl",)}
+
+
+class L2Error(ValueError):
+    """A source that does not compile or does not fit; the message carries the compiler's words."""
+
+
+@dataclass(frozen=True)
+class Compiled:
+    so: Path  # shared library for the in-process JIT (loaded RTLD_GLOBAL)
+    obj: Path  # object file to link into an exported library
+    digest: str
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _trim_diagnostics(text: str, limit: int = 2500) -> str:
+    """Compiler output, errors first: an agent needs the first error and its line, not 200 notes."""
+    lines = text.strip().splitlines()
+    errs = [i for i, ln in enumerate(lines) if "error" in ln.lower()]
+    if errs:
+        lines = lines[max(0, errs[0] - 2):]
+    out = "\n".join(lines)
+    return out if len(out) <= limit else out[:limit] + "\n... [truncated]"
+
+
+def _run(cmd: list[str], what: str) -> None:
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise L2Error(f"{what}: could not run {cmd[0]}: {e}") from e
+    if r.returncode != 0:
+        raise L2Error(f"{what} failed (exit {r.returncode}):\n{_trim_diagnostics(r.stderr or r.stdout)}")
+
+
+def compile_cpp(text: str, directory: str | Path | None = None, language: str = "cpp") -> Compiled:
+    """g++ the source into an object and a shared library, cached by content hash."""
+    d = Path(directory) if directory else DEFAULT_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    lang_flag = ["-x", "c"] if language == "c" else ["-x", "c++"]
+    flags = CXX_FLAGS if language != "c" else [f for f in CXX_FLAGS if not f.startswith("-std=")]
+    dig = _digest(language, text, " ".join(flags), CXX)
+    src = d / f"{dig}.{'c' if language == 'c' else 'cc'}"
+    obj, so = d / f"{dig}.o", d / f"{dig}.so"
+    if obj.exists() and so.exists():
+        return Compiled(so=so, obj=obj, digest=dig)
+    src.write_text(text)
+    tmp_o, tmp_so = d / f"{dig}.{os.getpid()}.o.tmp", d / f"{dig}.{os.getpid()}.so.tmp"
+    _run([CXX, *flags, *lang_flag, "-c", str(src), "-o", str(tmp_o)], "C++ compile")
+    _run([CXX, *flags, "-shared", str(tmp_o), "-o", str(tmp_so)], "C++ link")
+    tmp_o.replace(obj)
+    tmp_so.replace(so)
+    return Compiled(so=so, obj=obj, digest=dig)
+
+
+def compile_llvm_ir(text: str, directory: str | Path | None, to_object) -> Compiled:
+    """LLVM IR text defining the C-ABI ENTRY -> object (via `to_object(ll_path, obj_path)`, TVM's own
+    LLVM, so no clang is needed) -> shared library (g++ links it)."""
+    d = Path(directory) if directory else DEFAULT_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    dig = _digest("llvm", text)
+    ll, obj, so = d / f"{dig}.ll", d / f"{dig}.o", d / f"{dig}.so"
+    if obj.exists() and so.exists():
+        return Compiled(so=so, obj=obj, digest=dig)
+    ll.write_text(text)
+    try:
+        to_object(str(ll), str(obj))
+    except Exception as e:  # noqa: BLE001 - the IR parser's message is the useful part
+        raise L2Error(f"LLVM IR does not parse/compile: {str(e).strip()[-1500:]}") from e
+    _run([CXX, "-fopenmp", "-shared", str(obj), "-o", str(so)], "link of the LLVM IR object")
+    return Compiled(so=so, obj=obj, digest=dig)
+
+
+_LOADED: dict[str, ctypes.CDLL] = {}
+
+
+def load_global(so: str | Path) -> ctypes.CDLL:
+    """Make the library's symbols visible to TVM's LLVM JIT (process-global lookup)."""
+    key = str(Path(so).resolve())
+    # spinning OpenMP workers starve TVM's thread pool between kernels (read when libgomp loads)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if key not in _LOADED:
+        _LOADED[key] = ctypes.CDLL(key, mode=ctypes.RTLD_GLOBAL)
+    return _LOADED[key]
+
+
+def check_symbol(compiled: Compiled, entry: str) -> None:
+    lib = load_global(compiled.so)
+    try:
+        getattr(lib, entry)
+    except AttributeError as e:
+        hint = ' (declare it extern "C" so the name is not mangled)'
+        raise L2Error(f"the compiled source does not export the symbol {entry!r}{hint}") from e
+
+
+def cpp_prototype(entry: str, signature: list[tuple[str, tuple[int, ...], str]]) -> str:
+    """The declaration an L2 C/C++ source must define for this PrimFunc (for prompts and checks)."""
+    args = []
+    for i, (name, shape, dt) in enumerate(signature):
+        args.append(f"{C_TYPES.get(dt, 'void')}* p{i} /* {name} {list(shape)} {dt} */")
+    return f'extern "C" int32_t {entry}({", ".join(args)});'
+
+
+# ----------------------------------------------------------------------------- kernel text splicing
+_IDENT = r"[A-Za-z_]\w*"
+
+
+def kernel_names(src: str, language: str) -> list[str]:
+    """Names of the kernels *defined* (not just declared) in the source, in order, once each."""
+    out: list[str] = []
+    for name in re.findall(_qual(language) + "(" + _IDENT + r")\s*\(", src):
+        if name not in out and _definitions(src, name, language):
+            out.append(name)
+    return out
+
+
+def _qual(language: str) -> str:
+    if language == "cuda":
+        return r'(?:extern\s+"C"\s+)?__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?'
+    return r"__kernel\s+void\s+(?:__attribute__\(\([^)]*\)\)\s+)?"
+
+
+def _match_close(src: str, i: int, open_ch: str, close_ch: str) -> int:
+    depth = 0
+    while i < len(src):
+        if src[i] == open_ch:
+            depth += 1
+        elif src[i] == close_ch:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def _definitions(src: str, name: str, language: str) -> list[tuple[int, int]]:
+    """[start, end) spans of every definition of kernel `name` (generated sources also declare
+    every kernel up front, and OpenCL joins one source per kernel, so there can be several)."""
+    spans = []
+    for m in re.finditer(_qual(language) + re.escape(name) + r"\s*\(", src):
+        close = _match_close(src, m.end() - 1, "(", ")")
+        if close < 0:
+            continue
+        j = close + 1
+        while j < len(src) and src[j].isspace():
+            j += 1
+        if j >= len(src) or src[j] != "{":
+            continue  # a declaration
+        end = _match_close(src, j, "{", "}")
+        if end > 0:
+            spans.append((m.start(), end + 1))
+    return spans
+
+
+def find_kernel(src: str, name: str, language: str) -> tuple[int, int] | None:
+    """[start, end) of the first definition of kernel `name`, or None."""
+    spans = _definitions(src, name, language)
+    return spans[0] if spans else None
+
+
+def kernel_text(src: str, name: str, language: str) -> str | None:
+    span = find_kernel(src, name, language)
+    return src[span[0]:span[1]] if span else None
+
+
+def splice_kernel(src: str, name: str, new_text: str, language: str) -> tuple[str, int]:
+    """Replace every definition of `name` by `new_text`; returns the source and how many."""
+    if not _definitions(new_text, name, language):
+        qual = 'extern "C" __global__' if language == "cuda" else "__kernel"
+        raise L2Error(f"the override does not define kernel {name!r} (expected a whole {qual} "
+                      "function of that name, with its body)")
+    spans = _definitions(src, name, language)
+    for a, b in reversed(spans):
+        src = src[:a] + new_text.strip() + src[b:]
+    return src, len(spans)
+
+
+def replace_kernel(src: str, name: str, new_text: str, language: str) -> str:
+    out, n = splice_kernel(src, name, new_text, language)
+    if n == 0:
+        raise L2Error(f"kernel {name!r} is not defined in the generated {language} source; kernels there: "
+                      f"{kernel_names(src, language)[:20]}")
+    return out
+
+
+def nvcc_available() -> bool:
+    return shutil.which("nvcc") is not None

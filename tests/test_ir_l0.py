@@ -1,0 +1,139 @@
+"""L0 passes: Before/Expected structural equality where the pass is textual, and numerics + op counts
+on the example tasks for the passes that need bound constants (BN folding, layouts, 1x1 -> matmul)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from benchmark.task import resolve
+from leka import edits, ir
+from leka import tvm_adapter as A
+from leka.types import Edit
+
+ROOT = Path(__file__).resolve().parents[1]
+CLIP_BEFORE = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((1, 8, 4, 4), dtype="float32")) -> R.Tensor((1, 8, 4, 4), dtype="float32"):
+    with R.dataflow():
+        y = R.clip(x, 0, 6)
+        R.output(y)
+    return y
+"""
+CLIP_EXPECTED = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((1, 8, 4, 4), dtype="float32")) -> R.Tensor((1, 8, 4, 4), dtype="float32"):
+    with R.dataflow():
+        y = R.minimum(R.nn.relu(x), R.const(6.0, "float32"))
+        R.output(y)
+    return y
+"""
+DCE_BEFORE = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+    with R.dataflow():
+        unused = R.multiply(x, x)
+        y = R.add(x, x)
+        R.output(y)
+    return y
+"""
+DCE_EXPECTED = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+    with R.dataflow():
+        y = R.add(x, x)
+        R.output(y)
+    return y
+"""
+CSE_BEFORE = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+    with R.dataflow():
+        a = R.exp(x)
+        b = R.exp(x)
+        y = R.add(a, b)
+        R.output(y)
+    return y
+"""
+CSE_EXPECTED = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
+    with R.dataflow():
+        a = R.exp(x)
+        y = R.add(a, a)
+        R.output(y)
+    return y
+"""
+
+
+@pytest.mark.parametrize("name,before,expected", [
+    ("clip_to_relu_min", CLIP_BEFORE, CLIP_EXPECTED),
+    ("dead_code_elimination", DCE_BEFORE, DCE_EXPECTED),
+    ("eliminate_common_subexpr", CSE_BEFORE, CSE_EXPECTED),
+])
+def test_textual_pass_before_expected(name, before, expected):
+    target = A.make_target("llvm")
+    out = edits.L0_PASSES[name](A.parse_module(before), target)
+    assert A.structural_equal(out, A.parse_module(expected))
+
+
+@pytest.fixture(scope="module")
+def mbv2():
+    task = resolve(ROOT / "benchmark/examples/mbv2_block.py")
+    return task, ir.import_root(task)
+
+
+def _run(c, params, inputs):
+    built = ir.build_candidate(c, A.make_target("llvm"), params)
+    return A.VMRunner(built.executable, A.device_for("llvm"))(*inputs)[0]
+
+
+@pytest.mark.parametrize("chain,gone,new", [
+    (["fold_batchnorm"], "relax.nn.batch_norm", None),
+    pytest.param(["fold_batchnorm", "clip_to_relu_min", "convert_layout_nhwc"], None, "relax.permute_dims",
+                 marks=pytest.mark.xfail(strict=True, reason="the NHWC module's lifted TVMScript does not "
+                                         "re-parse in TVM 0.27 (conv2d channel check); returned as an edit error")),
+    (["conv1x1_to_matmul"], None, "relax.matmul"),
+    (["decompose_ops"], "relax.nn.batch_norm", None),
+    (["fuse"], "relax.nn.conv2d", None),
+])
+def test_pass_chain_keeps_numerics(mbv2, tmp_path, chain, gone, new):
+    task, root = mbv2
+    x = task.make_inputs(0)[0].numpy()
+    with torch.no_grad():
+        ref = root.model(torch.from_numpy(x)).numpy()
+    c = ir.root_candidate(task, root=root)
+    for name in chain:
+        out = edits.apply_edit(c, Edit(level="L0", kind="pass", payload={"name": name}), workdir=tmp_path,
+                               root_params=root.params, build_check=False)
+        assert out.error is None, out.error
+        c = out.candidate
+    assert c.params_file and Path(c.params_file).exists()
+    assert "metadata" not in c.relax_text
+    ops = A.count_relax_ops(A.parse_module(c.relax_text))
+    if gone:
+        assert ops.get(gone, 0) == 0
+    if new:
+        assert ops.get(new, 0) > 0
+    y = _run(c, None, [x])
+    np.testing.assert_allclose(y, ref, atol=1e-4, rtol=1e-4)
+
+
+def test_unknown_and_noop_pass_are_errors(mbv2, tmp_path):
+    task, root = mbv2
+    c = ir.root_candidate(task, root=root)
+    bad = edits.apply_edit(c, Edit(level="L0", kind="pass", payload={"name": "make_fast"}), workdir=tmp_path,
+                           root_params=root.params)
+    assert bad.candidate is None and "unknown L0 pass" in bad.error and "fold_batchnorm" in bad.error
+    noop = edits.apply_edit(c, Edit(level="L0", kind="pass", payload={"name": "combine_parallel_matmul"}),
+                            workdir=tmp_path, root_params=root.params)
+    assert noop.candidate is None and "changed nothing" in noop.error

@@ -1,0 +1,50 @@
+"""Text -> module -> text round trips of the Relax (L0) and every PrimFunc's TIR (L1) per task.
+
+The llvm subset (benchmark/subsets/subset69.json) when it exists, else the embedded examples; the
+whole suite is `slow`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmark.task import resolve, suite
+from leka import ir
+from leka import tvm_adapter as A
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _fast_tasks() -> list[str]:
+    try:
+        from benchmark.subsets import load_subset
+
+        ids = load_subset("subset69", "llvm")
+        return [i for i in ids if resolve(i).level in (1, 2)][:12]
+    except Exception:  # noqa: BLE001 - the subset file is written by another part; fall back
+        return [str(ROOT / "benchmark/examples/mbv2_block.py"), str(ROOT / "benchmark/examples/llama_block.py")]
+
+
+def _round_trip(ref: str) -> None:
+    task = resolve(ref)
+    root = ir.import_root(task)
+    mod = A.parse_module(root.text)
+    assert A.relax_text(mod) == root.text  # Relax: text -> module -> same text
+    c = ir.root_candidate(task, root=root)
+    low, keys = ir.lowered_module(c, A.make_target("llvm"), root.params)
+    for name, f in A.prim_funcs(low).items():
+        back = A.parse_tir(f.script())
+        assert A.structural_equal(back.without_attr("global_symbol"), f.without_attr("global_symbol")), name
+        assert A.structural_hash(back) == keys[name]
+
+
+@pytest.mark.parametrize("ref", _fast_tasks())
+def test_round_trip(ref):
+    _round_trip(ref)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ref", sorted(suite()))
+def test_round_trip_suite(ref):
+    _round_trip(ref)
