@@ -28,6 +28,9 @@ W_RETUNE = 0.35  # L1 again on a kernel that already has a schedule
 W_L2_VECTOR_OK = 0.3  # L2 on a scheduled kernel that is already vectorised
 W_L2_ISA_UNKNOWN = 0.6  # L2 on a scheduled kernel whose code we cannot inspect (GPU)
 W_L2_PREMATURE = 0.1  # L2 before the kernel has any schedule
+W_L2_GEMM_GAP = 0.5  # L2 on a scheduled, vectorised GEMM-like kernel still far below its compute roof
+GEMM_KINDS = ("matmul", "batch_matmul", "conv")
+GEMM_GAP_ROOF = 0.5  # under this fraction of the compute roof a hand-written micro-kernel is worth a try
 W_UNFUSED = 0.8  # separate elementwise kernels: fusion/folding removes their whole round trip
 MANY_CALLS = 8  # kernel calls per iteration from which call overhead is worth an L0 look
 LARGE_INTERMEDIATES = 32 * 2**20  # bytes: past the last-level cache of an edge CPU
@@ -118,6 +121,10 @@ def score_levels(report: ProfileReport) -> dict[str, tuple[float, str]]:
         what = (f"no packed FMAs in its asm ({hot.scalar_fma} scalar FMAs)" if expects_fma
                 else "no packed vector arithmetic in its asm")
         out["L2"] = (weight, f"{where(hot)}, scheduled but scalar: {what}")
+    elif hot.kind in GEMM_KINDS and hot.bound == "compute" and hot.roof_fraction < GEMM_GAP_ROOF:
+        # vector FMAs are there, but register blocking / packing is what closes a gap this size
+        out["L2"] = (W_L2_GEMM_GAP * weight, f"{where(hot)}, scheduled and vectorised ({hot.vector_fma} packed "
+                     f"FMAs) but far below its compute roof: try a register-blocked micro-kernel")
     else:
         out["L2"] = (W_L2_VECTOR_OK * weight, f"{where(hot)}, scheduled and vectorised ({hot.vector_fma} packed "
                      f"FMAs, {hot.vector_insns} packed ops)")

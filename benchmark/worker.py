@@ -112,18 +112,27 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, An
     for _ in range(max(1, cfg["warmup"])):
         tc1 = cand.sample(1)
         tb1 = base.sample(1)
-    nc = max(1, math.ceil(cfg["sample_s"] / max(tc1, 1e-7)))
-    nb = max(1, math.ceil(cfg["sample_s"] / max(tb1, 1e-7)))
-    per_pair = nc * tc1 + nb * tb1
+    # a sample is the best of `reps` short runs: a preempted run (other processes on the same
+    # cores) then costs one repetition, not the pair; slow calls (>= sample_s) run once
+    reps = max(1, int(cfg.get("sample_repeats", 3)))
+    nc = max(1, math.ceil(cfg["sample_s"] / reps / max(tc1, 1e-7)))
+    nb = max(1, math.ceil(cfg["sample_s"] / reps / max(tb1, 1e-7)))
+    rc = reps if nc * tc1 < cfg["sample_s"] else 1
+    rb = reps if nb * tb1 < cfg["sample_s"] else 1
+
+    def one(t: Timer, n: int, r: int) -> float:
+        return min(t.sample(n) for _ in range(r))
+
+    per_pair = rc * nc * tc1 + rb * nb * tb1
     pairs = int(min(cfg["max_pairs"], max(cfg["min_pairs"], cfg["timing_budget_s"] // max(per_pair, 1e-9))))
     tcs, tbs = [], []
     for i in range(pairs):
         if i % 2 == 0:
-            tc = cand.sample(nc)
-            tb = base.sample(nb)
+            tc = one(cand, nc, rc)
+            tb = one(base, nb, rb)
         else:
-            tb = base.sample(nb)
-            tc = cand.sample(nc)
+            tb = one(base, nb, rb)
+            tc = one(cand, nc, rc)
         tcs.append(tc)
         tbs.append(tb)
     ratios = sorted(b / c for b, c in zip(tbs, tcs, strict=True) if c > 0)
@@ -131,7 +140,7 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, An
     q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], med, ratios[-1]]
     spread = (q[-1] - q[0]) / med if med > 0 else math.inf
     return {"speedup": med, "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
-            "spread": spread, "pairs": pairs, "number": [nc, nb], "timing_s": time.perf_counter() - t0}
+            "spread": spread, "pairs": pairs, "number": [nc, nb], "repeats": [rc, rb], "timing_s": time.perf_counter() - t0}
 
 
 def _nbytes(arrays) -> int:

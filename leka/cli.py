@@ -23,6 +23,55 @@ def _mount() -> None:
     app.add_typer(tree_app, name="tree", help="Candidate tree: show nodes, best-k, lineage; export HTML/JSON.")
 
 
+@app.command("run")
+def run_cmd(
+    task: str = typer.Option(None, "--task", help="task id or path of a KernelBench-format file"),
+    backend: str = typer.Option("llvm", "--backend", help="llvm | cuda | opencl"),
+    budget: str = typer.Option("10m", "--budget", help="wall clock, e.g. 90s, 10m, 1h"),
+    policy: str = typer.Option("rules", "--policy", help="rules (offline, default) | llm"),
+    model: str = typer.Option("", "--model", help="openai:M | anthropic:M | compat:URL|M | scripted:F | replay:F"),
+    routing: str = typer.Option("profile", "--routing", help="profile | round_robin | random | fixed:L0|L1|L2"),
+    layers: str = typer.Option("L0,L1,L2", "--layers", help="levels the run may edit"),
+    seed: int = typer.Option(0, "--seed"),
+    out: str = typer.Option("runs", "--out", help="folder for run folders"),
+    max_evals: int = typer.Option(None, "--max-evals", help="stop after this many evaluations"),
+    config: list[str] = typer.Option([], "--config", help="YAML overlay (repeatable)"),
+    overrides: list[str] = typer.Option([], "--set", help="key=value override (repeatable)"),
+    resume: str = typer.Option(None, "--resume", help="continue a killed run: RUN_DIR"),
+    quiet: bool = typer.Option(False, "--quiet"),
+) -> None:
+    """Optimise one task end to end: profile, route, propose edits at L0/L1/L2, evaluate, keep the tree."""
+    from leka.run import parse_duration, run
+
+    if backend not in ("llvm", "cuda", "opencl"):
+        raise UserError(f"unknown backend {backend!r}; use one of llvm, cuda, opencl")
+    if policy not in ("rules", "llm"):
+        raise UserError(f"unknown policy {policy!r}; use rules or llm")
+    sets = [f"backend={backend}", f"run.budget_s={parse_duration(budget)}", f"run.policy={policy}",
+            f"run.routing={routing}", f"run.layers=[{','.join(x.strip() for x in layers.split(',') if x.strip())}]",
+            f"run.seed={seed}", f"run.out={out}"]
+    if model:
+        sets.append(f"llm.model='{model}'")
+    if max_evals is not None:
+        if max_evals < 1:
+            raise UserError("--max-evals must be >= 1")
+        sets.append(f"run.max_evals={max_evals}")
+    summary = run(task, config_files=config, overrides=sets + list(overrides), resume=resume, quiet=quiet)
+    if not summary.get("best_correct"):
+        raise SystemExit(1)
+
+
+@app.command("demo")
+def demo_cmd(budget: str = typer.Option("2m", "--budget")) -> None:
+    """The README's first command: optimise the embedded MobileNetV2 block for a short budget."""
+    from pathlib import Path
+
+    from leka.run import parse_duration, run
+
+    task = str(Path(__file__).resolve().parents[1] / "benchmark" / "examples" / "mbv2_block.py")
+    run(task, overrides=[f"run.budget_s={parse_duration(budget)}", "run.out=runs/demo"])
+
+
 def main() -> None:
     # torch.export prints FutureWarnings about its own internals on every call
     warnings.filterwarnings("ignore", category=FutureWarning)

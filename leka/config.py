@@ -27,7 +27,8 @@ class EvaluatorConfig(_Section):
     warmup: int = 1
     max_pairs: int = 15  # candidate/baseline timing pairs (A B A B ...)
     min_pairs: int = 3
-    sample_s: float = 0.02  # target wall time of one timing sample; `number` adapts to reach it
+    sample_s: float = 0.03  # target wall time of one timing sample; `number` adapts to reach it
+    sample_repeats: int = 3  # a sample is the best of this many runs of `number` calls
     timing_budget_s: float = 4.0  # soft cap on the timing phase per evaluation
     max_spread: float = 0.10  # timing valid if IQR/median of the per-pair ratios is under this
     poison: bool = True  # run on poison inputs before each checked run, so stale buffers fail

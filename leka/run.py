@@ -1,0 +1,373 @@
+"""`leka run`: set up a run folder, build the agents, drive the graph with a live view, and write the
+results (tree.sqlite, config.yaml, report.md, summary.json, the best candidate as a deployable .so)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from leka.config import LekaConfig, dump_config, load_config
+from leka.types import LEVELS, UserError
+
+console = Console()
+
+
+def parse_duration(text: str | float) -> float:
+    """'10m', '90s', '1h30m', '2.5m' or plain seconds."""
+    if isinstance(text, (int, float)):
+        secs = float(text)
+    else:
+        s = str(text).strip().lower()
+        if re.fullmatch(r"\d+(\.\d+)?", s):
+            secs = float(s)
+        else:
+            parts = re.findall(r"(\d+(?:\.\d+)?)\s*([hms])", s)
+            if not parts or "".join(f"{a}{b}" for a, b in parts) != s.replace(" ", ""):
+                raise UserError(f"budget {text!r}: expected a duration like 90s, 10m, 1h30m")
+            secs = sum(float(a) * {"h": 3600, "m": 60, "s": 1}[u] for a, u in parts)
+    if secs <= 0:
+        raise UserError(f"budget {text!r}: must be more than zero")
+    return secs
+
+
+def _check_out(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".leka-write-probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UserError(f"--out {out}: not writable ({e.strerror or e})") from e
+
+
+def new_run_dir(out: Path, task_id: str, seed: int) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    d = out / f"{task_id}-{stamp}-s{seed}"
+    n = 1
+    while d.exists():
+        n += 1
+        d = out / f"{task_id}-{stamp}-s{seed}-{n}"
+    d.mkdir(parents=True)
+    return d
+
+
+# --------------------------------------------------------------------------------------- agents
+def make_agents(cfg: LekaConfig, ctx_holder: dict[str, Any], root, task, run_dir: Path):
+    """(agents by level, router, ledger) for the configured policy."""
+    from leka.graph import make_router
+
+    if cfg.run.policy == "rules":
+        from agents.rules import make_rule_agents
+
+        return make_rule_agents(cfg.backend, root_params=root.params), make_router(cfg), None
+    from agents.llm_agent import LLMAgent
+    from leka.llm.base import Ledger, make_provider
+
+    if not cfg.llm.model:
+        raise UserError("--policy llm needs --model openai:MODEL | anthropic:MODEL | compat:URL|MODEL")
+    ledger = Ledger.from_config(cfg.run)
+    provider = make_provider(cfg.llm.model, cfg.llm, ledger, record_to=run_dir / "llm_transcript.jsonl")
+    views = llm_views(cfg, ctx_holder, root, task)
+
+    def check(edit) -> str | None:
+        from leka.edits import apply_edit
+
+        cand = ctx_holder["candidate"]
+        out = apply_edit(cand, edit, workdir=run_dir / "work", root_params=root.params)
+        return out.error
+
+    def deadline():
+        return ctx_holder.get("deadline")
+
+    agents = {lv: LLMAgent(lv, provider, views=views, check=check, max_repairs=cfg.llm.max_repairs,
+                           deadline=deadline, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature)
+              for lv in LEVELS}
+    return agents, make_router(cfg, provider, views, deadline), ledger
+
+
+def llm_views(cfg: LekaConfig, holder: dict[str, Any], root, task):
+    from leka import views as V
+
+    def views(cand, actx) -> dict[str, str]:
+        holder["candidate"] = cand
+        out = {"relax": V.relax_view(cand), "task_contract": task.path.read_text()[:6000]}
+        try:
+            rows = V.kernel_table(cand, root_params=root.params)
+            out["summary"] = V.kernel_table_text(cand, root_params=root.params)
+            hot = _hottest_name(actx.profile, rows)
+            if hot:
+                out["tir"] = V.tir_view(cand, hot, root_params=root.params, scheduled=False)
+                out["tir_note"] = f"(hottest kernel: {hot})"
+                if actx.level == "L2":
+                    out["source"] = V.source_view(cand, hot, root_params=root.params)
+        except Exception as e:  # noqa: BLE001 - a view that cannot be made is said, not fatal
+            out["summary"] = f"[kernel views unavailable: {type(e).__name__}: {e}]"
+        return out
+
+    return views
+
+
+def _hottest_name(profile: dict | None, rows: list[dict]) -> str | None:
+    names = {r["name"] for r in rows}
+    for k in (profile or {}).get("kernels", []):
+        if k.get("name") in names:
+            return k["name"]
+    return rows[0]["name"] if rows else None
+
+
+# --------------------------------------------------------------------------------------- live view
+class LiveView:
+    """Current node, best speedup, budget left, nodes per level; a log line per evaluation."""
+
+    def __init__(self, cfg: LekaConfig, task_id: str, quiet: bool = False):
+        self.cfg, self.task_id, self.quiet = cfg, task_id, quiet
+        self.best = 0.0
+        self.best_node: int | None = None
+        self.current: int | None = None
+        self.by_level = {"root": 0, "L0": 0, "L1": 0, "L2": 0}
+        self.failed = 0
+        self.used = 0.0
+        self.last = ""
+        self.live: Live | None = None
+
+    def table(self) -> Table:
+        t = Table(title=f"LEKA {self.task_id} [{self.cfg.backend}, {self.cfg.run.policy}, {self.cfg.run.routing}]")
+        for col in ("current", "best speedup", "budget left", "L0", "L1", "L2", "failed", "last"):
+            t.add_column(col)
+        left = max(0.0, self.cfg.run.budget_s - self.used)
+        t.add_row(str(self.current), f"{self.best:.2f}x (#{self.best_node})", f"{left:.0f}s",
+                  *(str(self.by_level[lv]) for lv in LEVELS), str(self.failed), self.last[:60])
+        return t
+
+    def event(self, kind: str, info: dict[str, Any]) -> None:
+        if kind == "sense":
+            self.current = info["node"]
+            self.used = info["budget_used_s"]
+        elif kind == "route":
+            self.last = f"#{info['node']} -> {info['level']}: {info['reason']}"
+        elif kind in ("evaluated", "illegal"):
+            lv = info.get("level") or "root"
+            self.by_level[lv] += 1
+            res = info.get("result")
+            if kind == "illegal" or (res is not None and not res.correct):
+                self.failed += 1
+            if res is not None and res.correct and res.timing_valid and (res.speedup or 0) > self.best:
+                self.best, self.best_node = res.speedup, info["node"]
+            if not self.quiet and self.live is None:
+                sp = f"{res.speedup:.2f}x" if res is not None and res.speedup else "-"
+                if kind == "illegal":
+                    st = f"illegal edit: {(info.get('error') or '').splitlines()[0][:100] if info.get('error') else ''}"
+                else:
+                    st = info.get("status") or (res.error_kind if res is not None and res.error_kind else "ok")
+                console.print(f"  node {info['node']:>4} {lv:>4} {sp:>8} {st}")
+        if self.live is not None:
+            self.live.update(self.table())
+
+
+# --------------------------------------------------------------------------------------- results
+def write_results(run_dir: Path, cfg: LekaConfig, task, tree, final: dict[str, Any], evaluator, ledger,
+                  export: bool = True) -> dict[str, Any]:
+    from leka.graph import edit_summary
+
+    nodes = tree.nodes()
+    by_level = {lv: sum(1 for n in nodes if n.level == lv) for lv in LEVELS}
+    best = tree.best(1)
+    best_node = best[0] if best else None
+    if best_node is None:  # nothing validly timed (a very noisy machine): best correct, flagged below
+        correct = [n for n in nodes if n.result is not None and n.result.correct and n.result.speedup]
+        best_node = max(correct, key=lambda n: n.result.speedup, default=None)
+    summary: dict[str, Any] = {
+        "task": task.id, "backend": cfg.backend, "run_dir": str(run_dir),
+        "best_node": best_node.id if best_node else None,
+        "best_speedup_vs_untuned": best_node.result.speedup if best_node else None,
+        "best_correct": bool(best_node and best_node.result.correct),
+        "best_timing_valid": bool(best_node and best_node.result.timing_valid),
+        "nodes_by_level": by_level, "nodes_total": len(nodes),
+        "nodes_by_status": {str(s.value if hasattr(s, "value") else s): sum(1 for n in nodes if n.status == s)
+                            for s in sorted({n.status for n in nodes})},
+        "budget_used_s": round(float(final.get("budget_used_s", 0.0)), 2), "budget_s": cfg.run.budget_s,
+        "evaluations": final.get("evals", 0), "stop_reason": final.get("stop_reason", ""),
+        "policy": cfg.run.policy, "routing": cfg.run.routing, "layers": cfg.run.layers, "seed": cfg.run.seed,
+        "route_reasons": [n.route_reason for n in nodes if n.route_reason][:50],
+    }
+    if ledger is not None:
+        summary["llm"] = ledger.to_dict(records=False)
+        summary["llm_nodes"] = {lv: sum(1 for n in nodes if n.level == lv and n.meta.get("llm_usage")) for lv in LEVELS}
+    if export and best_node is not None:
+        from leka import ir
+
+        cand = ir.Candidate.model_validate_json(tree.artifact(best_node.id, "candidate.json"))
+        so = run_dir / "best.so"
+        res = evaluator.evaluate(task, cand, time_it=False, export=str(so))
+        if res.correct and so.exists():
+            summary["export"] = {"so": "best.so", "loader": "load_best.py"}
+            (run_dir / "load_best.py").write_text(LOADER.format(task=task.id))
+        else:
+            summary["export"] = {"error": res.error or "export failed"}
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    (run_dir / "report.md").write_text(render_report(summary, tree, best_node, edit_summary, ledger))
+    try:
+        tree.export_html(run_dir / "tree.html")
+    except Exception as e:  # noqa: BLE001 - the view is a convenience, never worth failing the run
+        console.print(f"[yellow]tree.html not written: {e}[/]")
+    return summary
+
+
+LOADER = '''"""Load the best candidate LEKA found for {task} (a Relax VM executable) and run it."""
+import sys
+
+import numpy as np
+import tvm
+from tvm import relax
+
+lib = tvm.runtime.load_module(sys.argv[1] if len(sys.argv) > 1 else "best.so")
+vm = relax.VirtualMachine(lib, tvm.cpu())
+# inputs: the task's get_inputs() as numpy arrays, in order (weights are baked into the module)
+# out = vm["main"](*[tvm.runtime.tensor(a) for a in inputs])
+print("loaded; call vm['main'](*inputs)", vm)
+'''
+
+
+def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger) -> str:
+    lines = [f"# LEKA run: {summary['task']} ({summary['backend']})", ""]
+    sp = summary["best_speedup_vs_untuned"]
+    lines += [f"- best node: #{summary['best_node']}, speedup vs untuned TVM: "
+              f"{f'{sp:.2f}x' if sp else 'n/a'}, correct: {summary['best_correct']}",
+              f"- nodes: {summary['nodes_total']} ({', '.join(f'{k} {v}' for k, v in summary['nodes_by_level'].items())}); "
+              f"statuses: {summary['nodes_by_status']}",
+              f"- budget used: {summary['budget_used_s']:.0f} s of {summary['budget_s']:.0f} s; "
+              f"evaluations: {summary['evaluations']}; stopped: {summary['stop_reason'] or 'finished'}",
+              f"- policy `{summary['policy']}`, routing `{summary['routing']}`, layers {summary['layers']}, "
+              f"seed {summary['seed']}", ""]
+    if best_node is not None:
+        lines += ["## Lineage of the best candidate", "",
+                  "| step | node | level | route reason | edit | speedup | effect vs parent |",
+                  "|---|---|---|---|---|---|---|"]
+        prev = None
+        for i, n in enumerate(tree.lineage(best_node.id)):
+            s = n.result.speedup if n.result else None
+            eff = f"{s / prev:.2f}x" if (s and prev) else "-"
+            lines.append(f"| {i} | #{n.id} | {n.level or 'root'} | {(n.route_reason or '-').replace('|', '/')[:140]} "
+                         f"| {edit_summary(n.edit).replace('|', '/')} | {f'{s:.2f}x' if s else '-'} | {eff} |")
+            prev = s or prev
+            if n.edit is not None and n.edit.rationale:
+                lines.append(f"|  |  |  | rationale: {n.edit.rationale[:160].replace('|', '/')} |  |  |  |")
+        lines.append("")
+    if ledger is not None:
+        d = ledger.to_dict(records=False)
+        u = d.get("usage", {})
+        lines += ["## LLM accounting", "",
+                  f"- calls: {d.get('calls')}, input tokens: {u.get('input_tokens')}, output tokens: "
+                  f"{u.get('output_tokens')}, cost: ${u.get('cost_usd', 0):.4f}",
+                  f"- by level: {json.dumps(d.get('by_tag', {}))}", ""]
+    failed = [n for n in tree.nodes() if n.status == "failed"][:10]
+    if failed:
+        lines += ["## Failed attempts (first 10)", ""]
+        for n in failed:
+            err = (n.result.error or "").splitlines()[0][:200] if n.result else ""
+            lines.append(f"- #{n.id} {n.level} {edit_summary(n.edit)}: {n.result.error_kind if n.result else ''}: {err}")
+        lines.append("")
+    lines += ["Files: `tree.sqlite` (every node), `tree.html` (interactive view), `config.yaml`, `summary.json`, "
+              "`best.so` + `load_best.py`.", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------- entry
+def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[str] = (), resume: str | None = None,
+        quiet: bool = False, live: bool | None = None) -> dict[str, Any]:
+    from benchmark.evaluator import Evaluator
+    from benchmark.roots import load_root
+    from benchmark.task import resolve
+    from candidate_tree import Tree
+    from leka import tvm_adapter as A
+    from leka.graph import RunContext, run_graph
+
+    if resume:
+        run_dir = Path(resume)
+        if not (run_dir / "config.yaml").is_file() or not (run_dir / "run.json").is_file():
+            raise UserError(f"--resume {resume}: not a LEKA run folder (no config.yaml / run.json)")
+        cfg = LekaConfig.model_validate(yaml.safe_load((run_dir / "config.yaml").read_text()))
+        task = resolve(json.loads((run_dir / "run.json").read_text())["task_path"])
+    else:
+        cfg = load_config(list(config_files), list(overrides))
+        if task_ref is None:
+            raise UserError("give --task ID|PATH (or --resume RUN_DIR)")
+        if cfg.backend not in A.BACKENDS:
+            raise UserError(f"unknown backend {cfg.backend!r}; use one of {', '.join(A.BACKENDS)}")
+        if cfg.backend != "llvm":
+            raise UserError(f"backend {cfg.backend!r} cannot run on this machine (no GPU / OpenCL runtime); "
+                            "CUDA runs on a GPU host, OpenCL through TVM RPC (leka/README.md)")
+        bad = [lv for lv in cfg.run.layers if lv not in LEVELS]
+        if bad or not cfg.run.layers:
+            raise UserError(f"--layers: unknown level(s) {bad}; use a comma list of L0, L1, L2")
+        if cfg.run.budget_s <= 0:
+            raise UserError("budget must be more than zero")
+        from agents.hw_sensing import HardwareSensingAgent
+
+        try:
+            HardwareSensingAgent(cfg.run.routing, cfg.run.layers, cfg.run.seed)
+        except ValueError as e:
+            raise UserError(f"--routing: {e}") from e
+        task = resolve(task_ref)
+        out = Path(cfg.run.out)
+        _check_out(out)
+        run_dir = new_run_dir(out, task.id, cfg.run.seed)
+        dump_config(cfg, run_dir / "config.yaml")
+        (run_dir / "run.json").write_text(json.dumps({"task": task.id, "task_path": str(task.path),
+                                                      "started": time.time()}))
+    root = load_root(task, cfg.baseline.cache_dir)
+    evaluator = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline)
+    holder: dict[str, Any] = {}
+    agents, router, ledger = make_agents(cfg, holder, root, task, run_dir)
+    tree = Tree(run_dir, defer=cfg.run.defer_followups)
+    view = LiveView(cfg, task.id, quiet=quiet)
+    ctx = RunContext(cfg=cfg, task=task, run_dir=run_dir, tree=tree, evaluator=evaluator, agents=agents,
+                     router=router, root=root, ledger=ledger, on_event=view.event)
+
+    def on_event(kind: str, info: dict[str, Any]) -> None:
+        if kind == "sense":
+            holder["deadline"] = time.monotonic() + max(0.0, cfg.run.budget_s - info["budget_used_s"])
+        view.event(kind, info)
+
+    ctx.on_event = on_event
+    if not quiet:
+        console.print(f"[bold]LEKA[/] {'resuming' if resume else 'run'} {task.id} -> {run_dir}")
+    use_live = console.is_terminal if live is None else live
+    try:
+        if use_live and not quiet:
+            with Live(view.table(), console=console, refresh_per_second=4) as lv:
+                view.live = lv
+                final = run_graph(ctx, resume=bool(resume))
+            view.live = None
+        else:
+            final = run_graph(ctx, resume=bool(resume))
+        summary = write_results(run_dir, cfg, task, tree, final, evaluator, ledger)
+    finally:
+        tree.close()
+    if not quiet:
+        console.print(summary_table(summary))
+    return summary
+
+
+def summary_table(s: dict[str, Any]) -> Table:
+    t = Table(title=f"LEKA summary: {s['task']} ({s['backend']})")
+    t.add_column("metric")
+    t.add_column("value")
+    sp = s.get("best_speedup_vs_untuned")
+    rows = [("best node", s.get("best_node")), ("best speedup vs untuned", f"{sp:.2f}x" if sp else "n/a"),
+            ("best correct", s.get("best_correct")), ("nodes by level", s.get("nodes_by_level")),
+            ("evaluations", s.get("evaluations")), ("budget used", f"{s.get('budget_used_s', 0):.0f} s"),
+            ("stopped", s.get("stop_reason") or "finished"), ("run folder", s.get("run_dir")),
+            ("export", (s.get("export") or {}).get("so", (s.get("export") or {}).get("error")))]
+    for k, v in rows:
+        t.add_row(k, str(v))
+    return t
