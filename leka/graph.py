@@ -23,7 +23,6 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 from benchmark.evaluator import Evaluator
-from benchmark.roots import load_root
 from benchmark.task import Task
 from candidate_tree import Tree
 from leka import ir
