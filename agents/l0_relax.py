@@ -50,6 +50,9 @@ def _matmuls_sharing_lhs(text: str) -> bool:
 def rank_passes(text: str, backend: str = "llvm") -> list[tuple[str, str]]:
     """(pass name, reason) in the order the rule would try them, from the Relax text alone."""
     out: list[tuple[str, str]] = []
+    if re.search(r"R\.power\(\w+, R\.const\((2|0\.5)", text):
+        out.append(("pow_to_multiply", "power with exponent 2 (or 0.5): x*x (sqrt) is exact and cheaper; "
+                                       "CUDA's fast powf gives NaN for negative bases"))
     convs = _conv_calls(text)
     n_conv = len(convs)
     if "R.nn.batch_norm" in text:

@@ -61,6 +61,30 @@ def run_cmd(
         raise SystemExit(1)
 
 
+@app.command("oneshot")
+def oneshot_cmd(
+    task: str = typer.Option(..., "--task", help="task id or path of a KernelBench-format file"),
+    model: str = typer.Option(..., "--model", help="openai:M | anthropic:M | compat:URL|M | scripted:F | replay:F"),
+    backend: str = typer.Option("llvm", "--backend", help="llvm | cuda | opencl"),
+    out: str = typer.Option("runs", "--out", help="folder for run folders"),
+    json_out: str = typer.Option(None, "--json", help="also write the result JSON here"),
+    config: list[str] = typer.Option([], "--config", help="YAML overlay (repeatable)"),
+    overrides: list[str] = typer.Option([], "--set", help="key=value override (repeatable)"),
+    quiet: bool = typer.Option(False, "--quiet"),
+) -> None:
+    """The one-shot arm: one LLM call writes the whole candidate; it is evaluated once
+    (Compile@1, Correct@1, Fast@1, tokens). Exit 0 when the model answered, whatever the metrics;
+    1 when no reply came (provider down after retries)."""
+    from leka.oneshot import oneshot
+
+    if backend not in ("llvm", "cuda", "opencl"):
+        raise UserError(f"unknown backend {backend!r}; use one of llvm, cuda, opencl")
+    res = oneshot(task, model, backend=backend, out=out, json_out=json_out, config_files=config,
+                  overrides=list(overrides), quiet=quiet)
+    if res.llm_failure:
+        raise SystemExit(1)
+
+
 @app.command("demo")
 def demo_cmd(budget: str = typer.Option("2m", "--budget")) -> None:
     """The README's first command: optimise the embedded MobileNetV2 block for a short budget."""

@@ -200,7 +200,7 @@ def write_results(run_dir: Path, cfg: LekaConfig, task, tree, final: dict[str, A
         "route_reasons": [n.route_reason for n in nodes if n.route_reason][:50],
     }
     if ledger is not None:
-        summary["llm"] = ledger.to_dict(records=False)
+        summary["llm"] = {**ledger.to_dict(records=False), "by_agent": llm_by_tag(ledger)}
         summary["llm_nodes"] = {lv: sum(1 for n in nodes if n.level == lv and n.meta.get("llm_usage")) for lv in LEVELS}
     if export and best_node is not None:
         from leka import ir
@@ -237,6 +237,18 @@ print("loaded; call vm['main'](*inputs)", vm)
 '''
 
 
+def llm_by_tag(ledger) -> dict[str, dict[str, Any]]:
+    """Calls, tokens and cost per agent (the ledger's tag: L0, L1, L2, router)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in ledger.records:
+        t = out.setdefault(r.tag or "untagged", {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})
+        t["calls"] += 1
+        t["input_tokens"] += r.input_tokens
+        t["output_tokens"] += r.output_tokens
+        t["cost_usd"] = round(t["cost_usd"] + r.cost_usd, 6)
+    return out
+
+
 def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger) -> str:
     lines = [f"# LEKA run: {summary['task']} ({summary['backend']})", ""]
     sp = summary["best_speedup_vs_untuned"]
@@ -264,11 +276,14 @@ def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger
         lines.append("")
     if ledger is not None:
         d = ledger.to_dict(records=False)
-        u = d.get("usage", {})
         lines += ["## LLM accounting", "",
-                  f"- calls: {d.get('calls')}, input tokens: {u.get('input_tokens')}, output tokens: "
-                  f"{u.get('output_tokens')}, cost: ${u.get('cost_usd', 0):.4f}",
-                  f"- by level: {json.dumps(d.get('by_tag', {}))}", ""]
+                  f"- calls: {d['calls']} ({d['failed_calls']} failed, {d['attempts']} attempts), input tokens: "
+                  f"{d['input_tokens']}, output tokens: {d['output_tokens']}, cost: ${d['cost_usd']:.4f}"
+                  + (f" ({d['unpriced_calls']} calls of unpriced models count $0)" if d["unpriced_calls"] else ""),
+                  "", "| agent | calls | input tokens | output tokens | cost |", "|---|---|---|---|---|"]
+        for tag, t in llm_by_tag(ledger).items():
+            lines.append(f"| {tag} | {t['calls']} | {t['input_tokens']} | {t['output_tokens']} | ${t['cost_usd']:.4f} |")
+        lines.append("")
     failed = [n for n in tree.nodes() if n.status == "failed"][:10]
     if failed:
         lines += ["## Failed attempts (first 10)", ""]
@@ -318,6 +333,12 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
         except ValueError as e:
             raise UserError(f"--routing: {e}") from e
         task = resolve(task_ref)
+        if cfg.run.policy == "llm":  # a bad model spec or a missing key: say so before making a run folder
+            if not cfg.llm.model:
+                raise UserError("--policy llm needs --model openai:MODEL | anthropic:MODEL | compat:URL|MODEL")
+            from leka.llm.base import make_provider
+
+            make_provider(cfg.llm.model, cfg.llm)
         out = Path(cfg.run.out)
         _check_out(out)
         run_dir = new_run_dir(out, task.id, cfg.run.seed)

@@ -466,6 +466,29 @@ def l0_clip_to_relu_min(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRM
     return _rewrite_relax(mod, pat, rw)
 
 
+def l0_pow_to_multiply(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    """power(x, 2) -> x * x, power(x, 0.5) -> sqrt(x). Exact, cheaper, and it sidesteps CUDA's fast
+    `__powf`, which returns NaN for a negative base even with an integral exponent (seen on the H200:
+    the RMSNorm's x.pow(2) of a Llama block came out NaN under DLight's default schedules)."""
+    from tvm.relax.dpl import is_const, is_op, wildcard
+
+    x, c = wildcard(), is_const()
+    pat = is_op("relax.power")(x, c)
+
+    def rw(expr, m):
+        v = m[c].value.numpy()
+        if v.size != 1:
+            return expr
+        e = float(v.reshape(()))
+        if e == 2.0:
+            return relax.op.multiply(m[x], m[x])
+        if e == 0.5:
+            return relax.op.sqrt(m[x])
+        return expr
+
+    return _rewrite_relax(mod, pat, rw)
+
+
 def l0_conv1x1_to_matmul(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
     """1x1 conv (groups 1, stride 1, no padding, constant weight) -> reshape + matmul + reshape.
     NHWC/OHWI: (NHW, C) @ (C, O); NCHW/OIHW: (O, C) @ (N, C, HW), broadcast over N."""
@@ -537,6 +560,7 @@ L0_PASS_FNS = {
     "convert_layout_nhwc": l0_convert_layout_nhwc,
     "conv1x1_to_matmul": l0_conv1x1_to_matmul,
     "clip_to_relu_min": l0_clip_to_relu_min,
+    "pow_to_multiply": l0_pow_to_multiply,
     "fuse": l0_fuse,
     "decompose_ops": l0_decompose_ops,
     "fold_constant": l0_fold_constant,

@@ -17,6 +17,16 @@ The same spec answers either protocol: `/v1/chat/completions` gets an OpenAI `ch
 (tool calls as `tool_use` blocks with an `input` object). Every request is recorded (method, path,
 headers, JSON body). When the queue is empty the last spec repeats, or `default` answers if set.
 
+A spec may say which requests it answers, for callers whose order of calls is hard to predict:
+
+    {"when": {"tool": "route"}, "tool": {...}}             only a request offering the `route` tool
+    {"when": {"contains": "the L1 agent"}, ...}            only a request whose text holds that string
+                                                           (system, messages and tool schemas)
+
+A request takes the first queued spec that matches it (a spec without `when` matches any request).
+When none is queued, `default` answers if set, else the most recent spec served that matches (so a
+spent script keeps answering each kind of request in kind), else the last spec served.
+
 Standalone, for an end-to-end check: `python tests/fake_llm_server.py --port 8765 --script replies.json`.
 """
 
@@ -109,6 +119,38 @@ def _error_body(status: int, anthropic: bool, message: str | None = None) -> dic
     return {"error": {"message": msg, "type": kind, "param": None, "code": None}}
 
 
+def _strings(x: Any) -> list[str]:
+    if isinstance(x, str):
+        return [x]
+    if isinstance(x, dict):
+        return [s for v in x.values() for s in _strings(v)]
+    if isinstance(x, list):
+        return [s for v in x for s in _strings(v)]
+    return []
+
+
+def offered_tools(body: Any) -> list[str]:
+    """Names of the tools a request offers (OpenAI `tools[].function.name`, Anthropic `tools[].name`)."""
+    if not isinstance(body, dict):
+        return []
+    names = []
+    for t in body.get("tools") or []:
+        if isinstance(t, dict):
+            fn = t.get("function")
+            name = fn.get("name") if isinstance(fn, dict) else t.get("name")
+            if isinstance(name, str):
+                names.append(name)
+    return names
+
+
+def matches(spec: dict[str, Any], body: Any) -> bool:
+    """Whether `spec` may answer this request: every condition in its `when` holds."""
+    when = spec.get("when") or {}
+    if "tool" in when and when["tool"] not in offered_tools(body):
+        return False
+    return not ("contains" in when and when["contains"] not in "\n".join(_strings(body)))
+
+
 class FakeLLMServer:
     """Context manager: `with FakeLLMServer([spec, ...]) as srv: OpenAI(base_url=srv.openai_url)`."""
 
@@ -116,6 +158,7 @@ class FakeLLMServer:
                  host: str = "127.0.0.1", port: int = 0):
         self._queue: deque[dict[str, Any]] = deque(script or [])
         self._last: dict[str, Any] | None = None
+        self._served: list[dict[str, Any]] = []
         self.default = default
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -130,13 +173,19 @@ class FakeLLMServer:
         with self._lock:
             self._queue.extend(specs)
 
-    def _next_spec(self) -> dict[str, Any]:
+    def _next_spec(self, body: Any = None) -> dict[str, Any]:
         with self._lock:
-            if self._queue:
-                self._last = self._queue.popleft()
-                return self._last
+            for i, spec in enumerate(self._queue):
+                if matches(spec, body):
+                    del self._queue[i]
+                    self._last = spec
+                    self._served.append(spec)
+                    return spec
             if self.default is not None:
                 return self.default
+            for spec in reversed(self._served):
+                if spec.get("when") and matches(spec, body):
+                    return spec
             if self._last is not None:
                 return self._last
             return {"text": "fake server: no script"}
@@ -225,7 +274,7 @@ class FakeLLMServer:
                 if not (is_anthropic or path.endswith("/chat/completions")):
                     self._send(404, json.dumps(_error_body(404, False)).encode())
                     return
-                spec = server._next_spec()
+                spec = server._next_spec(body)
                 if spec.get("delay"):
                     if server._stop.wait(float(spec["delay"])):
                         return

@@ -1,0 +1,72 @@
+"""Evaluator cost and fidelity over the llvm subset (or given tasks).
+
+For each task the default candidate (untuned lowering) is evaluated against itself (A vs A): it must
+come out correct, and its speedup should lie in [0.97, 1.03]. Prints the median seconds per candidate
+by level and phase (build / check / timing, plus the child's whole wall time) and the A-vs-A fidelity.
+
+    .venv/bin/python experiments/bench_evaluator.py [--subset subset69] [--tasks a,b] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmark.evaluator import Evaluator  # noqa: E402
+from benchmark.subsets import load_subset  # noqa: E402
+from benchmark.task import resolve  # noqa: E402
+from leka.config import EvaluatorConfig  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--subset", default="subset69")
+    ap.add_argument("--tasks", default="", help="comma list of ids instead of the subset")
+    ap.add_argument("--json", default=str(ROOT / "experiments" / "out" / "bench_evaluator.json"))
+    ap.add_argument("--lo", type=float, default=0.97)
+    ap.add_argument("--hi", type=float, default=1.03)
+    args = ap.parse_args()
+    ids = [t for t in args.tasks.split(",") if t] or load_subset(args.subset, "llvm")
+    ev = Evaluator(EvaluatorConfig())
+    rows = []
+    t_all = time.time()
+    for i, tid in enumerate(ids, 1):
+        task = resolve(tid)
+        r = ev.evaluate(task)
+        per_cand = sum(x or 0.0 for x in (r.build_s, r.check_s, r.timing_s))
+        rows.append({"task": task.id, "level": task.level, "correct": r.correct, "error_kind": r.error_kind,
+                     "speedup": r.speedup, "spread": r.timing_spread, "valid": r.timing_valid,
+                     "build_s": r.build_s, "check_s": r.check_s, "timing_s": r.timing_s,
+                     "candidate_s": per_cand, "wall_s": r.wall_s})
+        print(f"[{i}/{len(ids)}] {task.id:40s} L{task.level} correct={r.correct} A/A={r.speedup or 0:.3f} "
+              f"spread={r.timing_spread or 0:.3f} build={r.build_s or 0:.2f}s check={r.check_s or 0:.2f}s "
+              f"timing={r.timing_s or 0:.2f}s wall={r.wall_s or 0:.2f}s", flush=True)
+    print()
+    print(f"{'level':>5} {'n':>3} {'build s':>8} {'check s':>8} {'timing s':>9} {'cand. s':>8} {'wall s':>7}"
+          "   (medians per candidate)")
+    for lv in sorted({r["level"] for r in rows}):
+        rs = [r for r in rows if r["level"] == lv]
+
+        def med(k: str, rs=rs) -> float:
+            return statistics.median(r[k] or 0.0 for r in rs)
+
+        print(f"{lv:>5} {len(rs):>3} {med('build_s'):8.2f} {med('check_s'):8.2f} {med('timing_s'):9.2f} "
+              f"{med('candidate_s'):8.2f} {med('wall_s'):7.2f}")
+    ok = [r for r in rows if r["speedup"] is not None and args.lo <= r["speedup"] <= args.hi]
+    correct = sum(r["correct"] for r in rows)
+    print(f"\ncorrect: {correct}/{len(rows)}   A-vs-A within [{args.lo}, {args.hi}]: {len(ok)}/{len(rows)} = "
+          f"{100 * len(ok) / len(rows):.1f}%   total {time.time() - t_all:.0f}s")
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

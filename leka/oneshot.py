@@ -1,0 +1,175 @@
+"""`leka oneshot`: the one-shot arm. One LLM call writes the whole candidate in the unified IR from
+the PyTorch reference; it is built and evaluated once (Compile@1, Correct@1, Fast@1, tokens).
+
+No repairs, no search: the model's single reply is the candidate. Its edits are applied in the
+order given to the task's root candidate; a reply that does not parse, or any edit that is not
+legal, makes the candidate fail to compile (nothing is evaluated then, and the reasons are kept).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from leka.config import LekaConfig, dump_config, load_config
+from leka.types import Edit, UserError
+
+# Bounds on what the prompt shows besides the reference (the template clips again as a last guard).
+MAX_TIR_CHARS = 24_000
+MAX_FUNC_CHARS = 6_000
+
+
+class OneShotResult(BaseModel):
+    """What `leka oneshot` prints and writes (RUN_DIR/oneshot.json, and --json OUT)."""
+
+    task: str
+    backend: str
+    model: str
+    run_dir: str
+    compile_at_1: bool = False
+    correct_at_1: bool = False
+    fast_at_1: bool = False
+    speedup: float | None = None
+    timing_valid: bool | None = None
+    error_kind: str | None = None
+    error: str | None = None
+    edits: list[dict[str, Any]] = Field(default_factory=list)  # as the model wrote them (parsed)
+    rejected: list[str] = Field(default_factory=list)  # why an item of the reply was not usable
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    llm_failure: str | None = None  # the provider gave no reply (after its retries)
+    wall_s: float = 0.0
+
+
+def _views(cand, root, task) -> dict[str, str]:
+    from leka import tvm_adapter as A
+    from leka import views as V
+
+    out = {"reference": task.path.read_text(), "relax": V.relax_view(cand)}
+    try:
+        names = [r["name"] for r in V.kernel_table(cand, root_params=root.params)]
+        parts, used = [], 0
+        for name in names:
+            text = V.tir_view(cand, name, root_params=root.params, scheduled=False, max_chars=MAX_FUNC_CHARS)
+            if used + len(text) > MAX_TIR_CHARS:
+                parts.append(f"# ... {len(names) - len(parts)} more PrimFuncs not shown: "
+                             f"{', '.join(names[len(parts):])}")
+                break
+            parts.append(text)
+            used += len(text)
+        out["tir"] = "\n\n".join(parts)
+    except Exception as e:  # noqa: BLE001 - the TIR view helps but the reference is what the model needs
+        out["tir"] = f"[PrimFuncs unavailable: {A.error_text(e)}]"
+    return out
+
+
+def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "runs", json_out: str | None = None,
+            config_files: list[str] = (), overrides: list[str] = (), quiet: bool = False) -> OneShotResult:
+    from benchmark.evaluator import Evaluator
+    from benchmark.roots import load_root
+    from benchmark.task import resolve
+    from leka import ir
+    from leka import tvm_adapter as A
+    from leka.edits import apply_edit
+    from leka.llm.base import Ledger, make_provider
+    from leka.llm.scripted import Recorder
+    from leka.protocols import AgentContext
+    from leka.run import _check_out, new_run_dir
+
+    t0 = time.monotonic()
+    if not model:
+        raise UserError("--model is required: openai:MODEL | anthropic:MODEL | compat:URL|MODEL | scripted:F")
+    cfg: LekaConfig = load_config(list(config_files), [*overrides, f"backend={backend}", f"llm.model='{model}'",
+                                                       "llm.max_repairs=0"])
+    if cfg.backend not in A.BACKENDS:
+        raise UserError(f"unknown backend {cfg.backend!r}; use one of {', '.join(A.BACKENDS)}")
+    if cfg.backend != "llvm":
+        raise UserError(f"backend {cfg.backend!r} cannot run on this machine (no GPU / OpenCL runtime); "
+                        "CUDA runs on a GPU host, OpenCL through TVM RPC (leka/README.md)")
+    task = resolve(task_ref)
+    ledger = Ledger(max_calls=1)  # one call by definition
+    provider = make_provider(cfg.llm.model, cfg.llm, ledger)  # a bad spec or a missing key fails here
+    outp = Path(out)
+    _check_out(outp)
+    run_dir = new_run_dir(outp, f"oneshot-{task.id}", cfg.run.seed)
+    dump_config(cfg, run_dir / "config.yaml")
+    provider = Recorder(provider, run_dir / "llm_transcript.jsonl")
+
+    from agents.llm_agent import LLMAgent
+
+    root = load_root(task, cfg.baseline.cache_dir)
+    cand = ir.root_candidate(task, cfg.backend, root)
+    views = _views(cand, root, task)
+    state = {"cand": cand}
+
+    def check(edit: Edit) -> str | None:
+        # edits build on one another in the order written: the L1 names are those of the new L0 module
+        got = apply_edit(state["cand"], edit, workdir=run_dir / "work", root_params=root.params)
+        if got.ok:
+            state["cand"] = got.candidate
+        return got.error
+
+    agent = LLMAgent("oneshot", provider, views=lambda c, x: views, check=check, max_repairs=0,
+                     max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature)
+    target = A.make_target(cfg.backend)
+    actx = AgentContext(task_id=task.id, backend=cfg.backend, level="oneshot", seed=cfg.run.seed,
+                        vector_lanes=A.vector_lanes_fp32(target),
+                        num_cores=int(A.target_json(target).get("num-cores", 2) or 2))
+    edits = agent.propose(cand, actx)
+    rep = agent.last_report
+    usage = ledger.usage
+    res = OneShotResult(task=task.id, backend=cfg.backend, model=provider.name, run_dir=str(run_dir),
+                        edits=[e.model_dump() for e in edits], calls=ledger.calls,
+                        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                        cost_usd=round(usage.cost_usd, 6))
+    rejected = [err for errs in (rep.errors if rep else []) for err in errs]
+    res.rejected = rejected
+    if rep is not None and rep.calls == 0:
+        res.llm_failure = rep.failure or "no reply"
+        res.error_kind, res.error = "compile", f"no reply from the model: {res.llm_failure}"
+    elif not edits or rejected:
+        res.error_kind = "compile"
+        res.error = "; ".join(rejected)[:4000] if rejected else (agent.last_error or "the reply held no edits")
+    else:
+        final = state["cand"]
+        (run_dir / "candidate.json").write_text(final.model_dump_json(indent=1))
+        ev = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline).evaluate(task, final)
+        (run_dir / "eval.json").write_text(ev.model_dump_json(indent=1))
+        res.compile_at_1, res.correct_at_1 = ev.compiled, ev.correct
+        res.fast_at_1 = bool(ev.measured and (ev.speedup or 0.0) > 1.0)  # as benchmark.metrics.fast_at(p=1)
+        res.speedup, res.timing_valid = ev.speedup, ev.timing_valid
+        res.error_kind, res.error = ev.error_kind, ev.error
+    res.wall_s = round(time.monotonic() - t0, 2)
+    text = res.model_dump_json(indent=1)
+    (run_dir / "oneshot.json").write_text(text)
+    if json_out:
+        p = Path(json_out)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    if not quiet:
+        _print(res)
+    return res
+
+
+def _print(r: OneShotResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"LEKA one-shot: {r.task} ({r.backend}, {r.model})")
+    t.add_column("metric")
+    t.add_column("value")
+    rows = [("Compile@1", r.compile_at_1), ("Correct@1", r.correct_at_1), ("Fast@1", r.fast_at_1),
+            ("speedup vs untuned", f"{r.speedup:.2f}x" if r.speedup else "n/a"),
+            ("edits", len(r.edits)), ("tokens (in / out)", f"{r.input_tokens} / {r.output_tokens}"),
+            ("cost", f"${r.cost_usd:.4f}"), ("error", (r.error or "-")[:200]), ("run folder", r.run_dir)]
+    for k, v in rows:
+        t.add_row(k, str(v))
+    Console().print(t)
+    print(json.dumps({"compile@1": r.compile_at_1, "correct@1": r.correct_at_1, "fast@1": r.fast_at_1,
+                      "speedup": r.speedup, "input_tokens": r.input_tokens, "output_tokens": r.output_tokens}))
