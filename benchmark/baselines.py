@@ -53,20 +53,43 @@ def tuned_executable(task: Task, root: ir.Root, backend: str, target, work_dir: 
     return A.build(A.apply_tuning_db(lowered, target, work_dir), target)
 
 
+def cached_executable(task: Task, backend: str, target, what: str, build, cache_dir: str | None = None):
+    """A baseline is the same module for every candidate of a task: build it once, keep it as a shared
+    library in the cache, and load it afterwards (a Level-3 baseline build costs seconds)."""
+    if backend != "llvm":
+        return build()
+    tkey = hashlib.sha256(json.dumps(A.target_json(target), sort_keys=True).encode()).hexdigest()[:8]
+    path = cache_root(cache_dir) / "baseline_so" / f"{task.id}-{task.digest}-{tkey}-{what}.so"
+    if path.exists():
+        try:
+            return A.load_module(str(path))
+        except Exception:  # noqa: BLE001 - a damaged cache entry is rebuilt
+            path.unlink(missing_ok=True)
+    ex = build()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.so")
+    A.export_library(ex, str(tmp))
+    tmp.replace(path)
+    return ex
+
+
 def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, inputs: list[np.ndarray],
-               model: Any, ms_dir: str | None = None):
+               model: Any, ms_dir: str | None = None, cache_dir: str | None = None):
     """A Timer (benchmark.worker) for the baseline, built in the evaluation child."""
     from benchmark.worker import python_timer, tvm_timer
 
     dev = A.device_for(backend)
     if kind == "untuned":
-        built = ir.build_candidate(ir.root_candidate(task, backend, root), target, root.params)
-        runner = A.VMRunner(built.executable, dev)
+        ex = cached_executable(task, backend, target, "untuned", lambda: ir.build_candidate(
+            ir.root_candidate(task, backend, root), target, root.params).executable, cache_dir)
+        runner = A.VMRunner(ex, dev)
         return tvm_timer(runner, runner.to_device(inputs))
     if kind == "tuned":
         if not ms_dir or not is_tuned(Path(ms_dir)):
             raise RuntimeError("no MetaSchedule database for this task: run `leka bench baseline` first")
-        runner = A.VMRunner(tuned_executable(task, root, backend, target, ms_dir), dev)
+        ex = cached_executable(task, backend, target, f"tuned-{Path(ms_dir).name}",
+                               lambda: tuned_executable(task, root, backend, target, ms_dir), cache_dir)
+        runner = A.VMRunner(ex, dev)
         return tvm_timer(runner, runner.to_device(inputs))
     if kind == "torch":
         import torch

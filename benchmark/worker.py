@@ -266,7 +266,7 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
         if job.get("time") and job.get("baseline"):
             base = baselines.make_timer(job["baseline"], task=task, root=root, backend=backend,
                                         target=target, inputs=inputs_by_seed[0], model=model,
-                                        ms_dir=job.get("ms_dir"))
+                                        ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"))
             tm = paired_timing(tvm_timer(runner, dev_args), base, cfg)
             res.speedup = tm["speedup"]
             res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
