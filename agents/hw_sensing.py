@@ -35,6 +35,7 @@ W_UNFUSED = 0.8  # separate elementwise kernels: fusion/folding removes their wh
 MANY_CALLS = 8  # kernel calls per iteration from which call overhead is worth an L0 look
 LARGE_INTERMEDIATES = 32 * 2**20  # bytes: past the last-level cache of an edge CPU
 W_LARGE = 0.2
+W_NOVELTY = 0.15  # bonus for a level with no node in the run yet (context.extra["level_counts"])
 
 
 class Route(BaseModel):
@@ -189,6 +190,14 @@ class HardwareSensingAgent:
             lv = "L1" if "L1" in self.layers else self.layers[0]
             return Route(level=lv, reason=f"no profile to read: default {lv}", mode=self.mode)
         scored = score_levels(report)
+        # exploration across levels: a level the run has not tried at all gets a bonus, so a level
+        # whose payoff only shows once tried (an L2 micro-kernel after L1 tiling) is not starved
+        counts = (context.extra.get("level_counts") if context is not None else None) or {}
+        if counts:
+            for lv in self.layers:
+                if counts.get(lv, 0) == 0:
+                    s0, why = scored[lv]
+                    scored[lv] = (s0 + W_NOVELTY, f"{why} [+{W_NOVELTY} exploration: no {lv} node yet]")
         scores = {lv: round(s, 4) for lv, (s, _) in scored.items()}
         # levels whose agents already came back empty for this candidate are tried last
         excluded = set((context.extra.get("exclude_levels", []) if context is not None else []) or [])

@@ -353,6 +353,13 @@ def check_against_tir(func, text: str, entry: str, target=None, seed: int = 0) -
 
 
 # ----------------------------------------------------------------------------- the agent
+OPTION_VARIANTS = (
+    ({"fast-math-contract": True}, "let LLVM contract multiply+add into FMA instructions"),
+    ({"fast-math-contract": True, "fast-math-reassoc": True},
+     "FMA contraction plus reassociation, so reductions get vector accumulators"),
+)
+
+
 class RuleL2Agent:
     level = "L2"
 
@@ -397,5 +404,15 @@ class RuleL2Agent:
                             continue
                     except Exception:  # noqa: BLE001 - a kernel that fails its own check is not proposed
                         continue
+                edits.append(e)
+        # any kernel: LLVM codegen options (FMA contraction; reassociation so reductions vectorise)
+        for opts, why in OPTION_VARIANTS:
+            if len(edits) >= max(1, context.variants):
+                break
+            if all(candidate.target_opts.get(k) == v for k, v in opts.items()):
+                continue
+            e = Edit(level="L2", kind="compile_options", payload={"options": opts},
+                     rationale=f"{ranked[0][0] if ranked else 'the module'}: {why}")
+            if edit_digest(e) not in context.tried:
                 edits.append(e)
         return edits

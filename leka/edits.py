@@ -333,10 +333,33 @@ def _check_cuda(c: Candidate, target, root_params, workdir: Path) -> None:
         raise EditError(f"nvcc rejects the CUDA source:\n{msg[:2500]}") from e
 
 
+def _l2_options(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome:
+    """A compile-option edit: LLVM codegen attributes for the whole module (fast-math flags let LLVM
+    contract mul+add into FMAs and reassociate reductions into vector accumulators)."""
+    if c.backend != "llvm":
+        raise EditError(f"compile_options edits are for the llvm backend, not {c.backend}")
+    opts = edit.payload.get("options")
+    if not isinstance(opts, dict) or not opts:
+        raise EditError('payload needs "options": {name: value}, e.g. {"fast-math-contract": true}')
+    bad = sorted(set(opts) - A.LLVM_OPTIONS)
+    if bad:
+        raise EditError(f"unknown option(s) {bad}; allowed: {sorted(A.LLVM_OPTIONS)}")
+    for k, v in opts.items():
+        if k == "opt-level" and (not isinstance(v, int) or not 0 <= v <= 3):
+            raise EditError("opt-level must be an integer 0..3")
+        if k != "opt-level" and not isinstance(v, bool):
+            raise EditError(f"{k} must be true or false")
+    merged = {**c.target_opts, **opts}
+    if merged == c.target_opts:
+        raise EditError(f"options {opts} are already set: nothing changes")
+    return EditOutcome(candidate=c.model_copy(update={"target_opts": merged, "invalidated": []}))
+
+
 _HANDLERS: dict[tuple[str, str], Callable[[Candidate, Edit, Path, Any], EditOutcome]] = {
     ("L0", "pass"): _l0_pass,
     ("L0", "relax_text"): _l0_text,
     ("L1", "trace"): _l1_trace,
     ("L1", "tir_text"): _l1_tir,
     ("L2", "source"): _l2_source,
+    ("L2", "compile_options"): _l2_options,
 }

@@ -101,6 +101,13 @@ class RunContext:
             raise KeyError(f"node {nid} has no candidate.json")
         return ir.Candidate.model_validate_json(data)
 
+    def level_counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(LEVELS, 0)
+        for n in self.tree.nodes():
+            if n.level in counts:
+                counts[n.level] += 1
+        return counts
+
     def context_for(self, nid: int, level: str, reason: str, state: RunState) -> AgentContext:
         node = self.tree.get(nid)
         tried = {_digest(n.edit) for n in self.tree.children(nid) if n.edit is not None}
@@ -114,7 +121,8 @@ class RunContext:
             lineage_text=lineage_text(self.tree, nid), tried=tried, seed=self.cfg.run.seed + state.get("iteration", 0),
             variants=self.cfg.run.variants_per_call, vector_lanes=A.vector_lanes_fp32(target),
             num_cores=int(A.target_json(target).get("num-cores", 2) or 2),
-            extra={"exclude_levels": state.get("exhausted", {}).get(str(nid), [])},
+            extra={"exclude_levels": state.get("exhausted", {}).get(str(nid), []),
+                   "level_counts": self.level_counts()},
         )
 
 

@@ -54,6 +54,8 @@ class Candidate(BaseModel):
     l1: dict[str, L1Entry] = Field(default_factory=dict)
     l2: dict[str, L2Entry] = Field(default_factory=dict)
     invalidated: list[str] = Field(default_factory=list)  # keys dropped by the last L0 edit
+    # L2 compile-option edits (e.g. LLVM fast-math contraction): target attributes for the whole build
+    target_opts: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def digest(self) -> str:
@@ -64,6 +66,8 @@ class Candidate(BaseModel):
         h.update((params_digest(self.params_file) if self.params_file else "root").encode())
         h.update(json.dumps({k: v.model_dump() for k, v in sorted(self.l1.items())}, sort_keys=True).encode())
         h.update(json.dumps({k: v.model_dump() for k, v in sorted(self.l2.items())}, sort_keys=True).encode())
+        if self.target_opts:  # only when set, so candidates without options keep their digests
+            h.update(json.dumps(self.target_opts, sort_keys=True).encode())
         return h.hexdigest()[:20]
 
     def load_task(self) -> Task:
@@ -166,6 +170,8 @@ def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | N
     """L0 text -> bind -> lower -> L1 schedules (-> DLight on GPUs) -> L2 overrides -> compile.
     Raises on failure; the evaluator turns that into an EvalResult. `for_rpc` makes a main that
     returns a 1-tuple return the tensor (RPC cannot index a remote tuple)."""
+    if c.target_opts:
+        target = A.with_target_options(target, c.target_opts)
     layers = lower_layers(c, target, root_params)
     mod = layers.scheduled
     if for_rpc:

@@ -897,3 +897,14 @@ def apply_tuning_db(lowered: tvm.IRModule, target: tvm.target.Target, work_dir: 
     db = ms.database.JSONDatabase(work_dir=work_dir)
     with target, db:
         return relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(lowered)
+
+
+# ----------------------------------------------------------------------------- compile options (L2)
+LLVM_OPTIONS = {"fast-math", "fast-math-contract", "fast-math-reassoc", "fast-math-nnan", "fast-math-ninf",
+                "fast-math-nsz", "fast-math-arcp", "opt-level"}
+
+
+def with_target_options(target: tvm.target.Target, opts: dict[str, Any]) -> tvm.target.Target:
+    """The same target with extra codegen attributes (LLVM fast-math flags, opt-level)."""
+    base = {k: v for k, v in target.export().items() if k not in ("keys", "tag", "features")}
+    return tvm.target.Target({**base, **opts})
