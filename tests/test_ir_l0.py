@@ -74,8 +74,52 @@ def main(x: R.Tensor((4,), dtype="float32")) -> R.Tensor((4,), dtype="float32"):
     return y
 """
 
+POW_BEFORE = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((2, 8), dtype="float32")) -> R.Tensor((2, 8), dtype="float32"):
+    with R.dataflow():
+        p = R.power(x, R.const(2.0, "float32"))
+        q = R.power(p, R.const(0.5, "float32"))
+        r = R.power(q, R.const(3.0, "float32"))
+        R.output(r)
+    return r
+"""
+POW_EXPECTED = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((2, 8), dtype="float32")) -> R.Tensor((2, 8), dtype="float32"):
+    with R.dataflow():
+        p = R.multiply(x, x)
+        q = R.sqrt(p)
+        r = R.power(q, R.const(3.0, "float32"))
+        R.output(r)
+    return r
+"""
+FOLD_BEFORE = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((), dtype="float32")) -> R.Tensor((), dtype="float32"):
+    with R.dataflow():
+        c = R.add(R.const(1.5, "float32"), R.const(2.0, "float32"))
+        y = R.multiply(x, c)
+        R.output(y)
+    return y
+"""
+FOLD_EXPECTED = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((), dtype="float32")) -> R.Tensor((), dtype="float32"):
+    with R.dataflow():
+        y = R.multiply(x, R.const(3.5, "float32"))
+        R.output(y)
+    return y
+"""
+
 
 @pytest.mark.parametrize("name,before,expected", [
+    ("pow_to_multiply", POW_BEFORE, POW_EXPECTED),
+    ("fold_constant", FOLD_BEFORE, FOLD_EXPECTED),
     ("clip_to_relu_min", CLIP_BEFORE, CLIP_EXPECTED),
     ("dead_code_elimination", DCE_BEFORE, DCE_EXPECTED),
     ("eliminate_common_subexpr", CSE_BEFORE, CSE_EXPECTED),
