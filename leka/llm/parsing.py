@@ -79,6 +79,9 @@ def _payload_error(level: str, kind: str, payload: dict[str, Any]) -> str | None
             return "payload.text must be a non-empty string holding the source"
         if payload.get("entry") is not None and not isinstance(payload["entry"], str):
             return "payload.entry must be a string (the exported symbol) or null"
+    elif kind == "compile_options":
+        if not isinstance(payload.get("options"), dict) or not payload["options"]:
+            return 'payload.options must be a non-empty object, e.g. {"fast-math-contract": true}'
     return None
 
 

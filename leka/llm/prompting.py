@@ -61,6 +61,9 @@ EDIT_KINDS: dict[str, dict[str, tuple[str | None, dict[str, str], str]]] = {
         "source": ("kernel (PrimFunc) name", {
             "language": "one of " + ", ".join(L2_LANGUAGES), "text": "the source",
             "entry": "exported symbol, or null"}, "override one kernel's target source"),
+        "compile_options": (None, {"options": "LLVM codegen attributes for the whole module, e.g. "
+                                              '{"fast-math-contract": true, "fast-math-reassoc": true}'},
+                            "change the CPU code generator's options (llvm backend only)"),
     },
 }
 
