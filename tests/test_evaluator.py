@@ -88,9 +88,10 @@ def test_memory_cap_becomes_oom(task, tmp_path):
     assert res.error_kind == "oom", (res.error_kind, res.error)
 
 
-def test_cli_eval_external_file_writes_json(tmp_path):
-    src = (DATA / "tiny_task.py").read_text().replace('"id": "tiny_scale_residual"', '"id": "outside"')
-    f = tmp_path / "outside_task.py"
+@pytest.mark.parametrize("source", ["tiny_task.py", "resnet_block_task.py"])
+def test_cli_eval_external_file_writes_json(tmp_path, source):
+    src = (DATA / source).read_text().replace('"id": "tiny_scale_residual"', '"id": "outside"')
+    f = tmp_path / "outside.py"
     f.write_text(src)
     out = tmp_path / "r.json"
     r = subprocess.run([sys.executable, "-m", "leka.cli", "bench", "eval", str(f), "--json", str(out),
@@ -102,6 +103,7 @@ def test_cli_eval_external_file_writes_json(tmp_path):
                 "peak_memory_bytes"):
         assert key in data
     assert data["task"] == "outside" and data["correct"] and data["baseline"] == "untuned"
+    assert data["speedup"] is not None and data["speedup"] > 0 and data["peak_memory_bytes"] > 0
 
 
 @pytest.mark.parametrize(
