@@ -134,7 +134,8 @@ def chain(tmp_path_factory):
         if not got.ok:
             continue
         c1 = got.candidate
-        l2 = agents["L2"].propose(c1, ctx("L2"))
+        # a C++ kernel (not a module-wide compile-option edit): the one-shot test names its kernel
+        l2 = [e for e in agents["L2"].propose(c1, ctx("L2")) if e.kind == "source"]
         l1 = [e for e in agents["L1"].propose(c1, ctx("L1")) if l2 and e.target != l2[0].target]
         if l1:
             c3 = apply(apply(c1, l1[0]), l2[0])
