@@ -140,3 +140,48 @@ def test_cli_inputs_over_the_cap(tmp_path):
                         "--set", "evaluator.input_cap_gb=0.0000001", "--set", f"baseline.cache_dir={tmp_path}"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "over the cap" in r.stderr, r.stderr
+
+
+CACHING_CPP = r"""
+#include <cstdint>
+#include <cstring>
+static float cache[4 * 64];
+static bool have = false;
+extern "C" int32_t ENTRY(float* x, float* w, float* out) {
+  if (CACHE && have) {  // replay the first result, whatever the inputs are now
+    std::memcpy(out, cache, sizeof cache);
+    return 0;
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 64; ++j) {
+      float v = x[i * 64 + j];
+      out[i * 64 + j] = (v > 0.f ? v : 0.f) * w[j] + v;
+    }
+  std::memcpy(cache, out, sizeof cache);
+  have = true;
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize(("cache", "correct"), [(False, True), (True, False)])
+def test_candidate_that_caches_its_output_is_rejected(task, ev, tmp_path, cache, correct):
+    """An L2 C++ kernel that computes once and replays that result afterwards: the poison run on
+    other inputs and the three seeds must expose it; the same kernel without the cache passes."""
+    from leka import tvm_adapter as A
+    from leka.edits import apply_edit
+    from leka.types import Edit
+
+    root = ir.import_root(task)
+    cand = ir.root_candidate(task, root=root)
+    (kernel,) = list(ir.lowered_module(cand, A.make_target("llvm"), root.params)[1])
+    entry = f"leka_cached_{int(cache)}"
+    src = CACHING_CPP.replace("ENTRY", entry).replace("CACHE", "true" if cache else "false")
+    out = apply_edit(cand, Edit(level="L2", kind="source", target=kernel,
+                                payload={"language": "cpp", "text": src, "entry": entry}),
+                     workdir=tmp_path, root_params=root.params)
+    assert out.ok, out.error
+    res = ev.evaluate(task, out.candidate, time_it=False)
+    assert res.compiled and res.correct is correct, (res.error_kind, res.error)
+    if not correct:
+        assert res.error_kind == "mismatch"
