@@ -116,8 +116,35 @@ def main(x: R.Tensor((), dtype="float32")) -> R.Tensor((), dtype="float32"):
     return y
 """
 
+CPM_BEFORE = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((2, 8), dtype="float32"), w1: R.Tensor((8, 4), dtype="float32"), w2: R.Tensor((8, 6), dtype="float32")) -> R.Tuple(R.Tensor((2, 4), dtype="float32"), R.Tensor((2, 6), dtype="float32")):
+    with R.dataflow():
+        a = R.matmul(x, w1)
+        b = R.matmul(x, w2)
+        gv = (a, b)
+        R.output(gv)
+    return gv
+"""
+CPM_EXPECTED = """
+# from tvm.script import relax as R
+@R.function
+def main(x: R.Tensor((2, 8), dtype="float32"), w1: R.Tensor((8, 4), dtype="float32"), w2: R.Tensor((8, 6), dtype="float32")) -> R.Tuple(R.Tensor((2, 4), dtype="float32"), R.Tensor((2, 6), dtype="float32")):
+    with R.dataflow():
+        lv = R.concat((w1, w2), axis=1)
+        lv1 = R.matmul(x, lv, out_dtype="float32")
+        lv2 = R.split(lv1, indices_or_sections=[4], axis=1)
+        a = lv2[0]
+        b = lv2[1]
+        gv = (a, b)
+        R.output(gv)
+    return gv
+"""
+
 
 @pytest.mark.parametrize("name,before,expected", [
+    ("combine_parallel_matmul", CPM_BEFORE, CPM_EXPECTED),
     ("pow_to_multiply", POW_BEFORE, POW_EXPECTED),
     ("fold_constant", FOLD_BEFORE, FOLD_EXPECTED),
     ("clip_to_relu_min", CLIP_BEFORE, CLIP_EXPECTED),
