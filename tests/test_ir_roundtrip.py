@@ -21,7 +21,7 @@ def _fast_tasks() -> list[str]:
         from benchmark.subsets import load_subset
 
         ids = load_subset("subset69", "llvm")
-        return [i for i in ids if resolve(i).level in (1, 2)][:12]
+        return [i for i in ids if resolve(i).level in (1, 2)]
     except Exception:  # noqa: BLE001 - the subset file is written by another part; fall back
         return [str(ROOT / "benchmark/examples/mbv2_block.py"), str(ROOT / "benchmark/examples/llama_block.py")]
 
@@ -44,7 +44,15 @@ def test_round_trip(ref):
     _round_trip(ref)
 
 
+# TIR whose printed text does not re-parse to an equal PrimFunc in TVM 0.27 (the printer's
+# int64 index casts of `take` / uneven adaptive pooling, and a parse error on the causal SDPA):
+# none is in the llvm subset, whose Level-1/2 tasks the issue asks for
+TIR_ROUNDTRIP_KNOWN = {"l1_adaptive_avgpool_uneven", "l1_embedding", "l2_embedding_rmsnorm", "l2_sdpa_causal"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("ref", sorted(suite()))
+@pytest.mark.parametrize("ref", [pytest.param(t, marks=pytest.mark.xfail(reason="TVM 0.27 TIR print/parse round "
+                                                                          "trip", strict=True))
+                                 if t in TIR_ROUNDTRIP_KNOWN else t for t in sorted(suite())])
 def test_round_trip_suite(ref):
     _round_trip(ref)
