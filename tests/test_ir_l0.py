@@ -208,3 +208,37 @@ def test_unknown_and_noop_pass_are_errors(mbv2, tmp_path):
     noop = edits.apply_edit(c, Edit(level="L0", kind="pass", payload={"name": "combine_parallel_matmul"}),
                             workdir=tmp_path, root_params=root.params)
     assert noop.candidate is None and "changed nothing" in noop.error
+
+
+def _one_block(emit):
+    """A Relax `main(x: (1, 4, 5, 5))` whose dataflow block is written by `emit(bb, x)`."""
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 4, 5, 5), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(emit(bb, x))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_conv1x1_to_matmul_before_expected():
+    """A constant-weight pass, so Before/Expected are built with constants: the expected weight is the
+    conv weight reshaped (no arithmetic, so bit-exact), the conv a reshape + matmul + reshape."""
+    from tvm import relax
+
+    w = (np.arange(32, dtype="float32").reshape(8, 4, 1, 1) / 7).astype("float32")
+    before = _one_block(lambda bb, x: relax.op.nn.conv2d(x, relax.const(w)))
+
+    def expected_body(bb, x):
+        xm = bb.emit(relax.op.reshape(x, (1, 4, 25)))
+        mm = bb.emit(relax.op.matmul(relax.const(np.ascontiguousarray(w.reshape(8, 4))), xm))
+        return relax.op.reshape(mm, (1, 8, 5, 5))
+
+    out = edits.L0_PASSES["conv1x1_to_matmul"](before, A.make_target("llvm"))
+    assert A.structural_equal(out, _one_block(expected_body))
+    # a 3x3 conv is not a GEMM: left alone
+    w3 = np.ones((8, 4, 3, 3), "float32")
+    conv3 = _one_block(lambda bb, x: relax.op.nn.conv2d(x, relax.const(w3), padding=1))
+    assert A.structural_equal(edits.L0_PASSES["conv1x1_to_matmul"](conv3, A.make_target("llvm")), conv3)
