@@ -242,3 +242,26 @@ def test_conv1x1_to_matmul_before_expected():
     w3 = np.ones((8, 4, 3, 3), "float32")
     conv3 = _one_block(lambda bb, x: relax.op.nn.conv2d(x, relax.const(w3), padding=1))
     assert A.structural_equal(edits.L0_PASSES["conv1x1_to_matmul"](conv3, A.make_target("llvm")), conv3)
+
+
+def test_fold_batchnorm_before_expected():
+    """conv2d -> batch_norm becomes conv2d(W') + add(b'). Statistics are chosen so the folding is exact
+    in float32 (scale = gamma / sqrt(var + eps) = 2 / sqrt(4 + 0) = 1), so Expected is bit-exact."""
+    from tvm import relax
+
+    w = np.arange(32, dtype="float32").reshape(8, 4, 1, 1)
+    gamma, beta = np.full(8, 2.0, "float32"), np.arange(8, dtype="float32")
+    mean, var = np.ones(8, "float32"), np.full(8, 4.0, "float32")
+
+    def before_body(bb, x):
+        c = bb.emit(relax.op.nn.conv2d(x, relax.const(w)))
+        bn = bb.emit(relax.op.nn.batch_norm(c, relax.const(gamma), relax.const(beta), relax.const(mean),
+                                            relax.const(var), axis=1, epsilon=0.0))
+        return relax.TupleGetItem(bn, 0)
+
+    def expected_body(bb, x):
+        c = bb.emit(relax.op.nn.conv2d(x, relax.const(w)))  # W * 1
+        return relax.op.add(c, relax.const((beta - mean).reshape(1, 8, 1, 1)))  # beta - mean * 1
+
+    out = edits.L0_PASSES["fold_batchnorm"](_one_block(before_body), A.make_target("llvm"))
+    assert A.structural_equal(out, _one_block(expected_body))
