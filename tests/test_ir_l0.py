@@ -265,3 +265,31 @@ def test_fold_batchnorm_before_expected():
 
     out = edits.L0_PASSES["fold_batchnorm"](_one_block(before_body), A.make_target("llvm"))
     assert A.structural_equal(out, _one_block(expected_body))
+
+
+def test_decompose_ops_before_expected():
+    """batch_norm without a conv to fold into: (x - mean) / sqrt(var + eps) * gamma + beta, as the pass
+    writes it (the statistics tuple it leaves behind is dead code for dead_code_elimination)."""
+    from tvm import relax
+
+    gamma, beta = np.full(4, 2.0, "float32"), np.arange(4, dtype="float32")
+    mean, var = np.ones(4, "float32"), np.full(4, 4.0, "float32")
+    c = {k: relax.const(v) for k, v in dict(gamma=gamma, beta=beta, mean=mean, var=var).items()}
+
+    def before_body(bb, x):
+        bn = bb.emit(relax.op.nn.batch_norm(x, c["gamma"], c["beta"], c["mean"], c["var"], axis=1, epsilon=0.0))
+        return relax.TupleGetItem(bn, 0)
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 4, 5, 5), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            e = lambda v: bb.emit(relax.op.expand_dims(v, axis=[0, 2, 3]))  # noqa: E731
+            centred = bb.emit(relax.op.subtract(x, e(c["mean"])))
+            std = bb.emit(relax.op.sqrt(bb.emit(relax.op.add(e(c["var"]), relax.const(0.0, "float32")))))
+            scaled = bb.emit(relax.op.multiply(bb.emit(relax.op.divide(centred, std)), e(c["gamma"])))
+            gv = bb.emit_output(relax.op.add(scaled, e(c["beta"])))
+            bb.emit(relax.Tuple([gv, c["mean"], c["var"]]))
+        bb.emit_func_output(gv)
+    out = edits.L0_PASSES["decompose_ops"](_one_block(before_body), A.make_target("llvm"))
+    assert A.structural_equal(out, bb.get())
