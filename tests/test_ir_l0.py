@@ -293,3 +293,16 @@ def test_decompose_ops_before_expected():
         bb.emit_func_output(gv)
     out = edits.L0_PASSES["decompose_ops"](_one_block(before_body), A.make_target("llvm"))
     assert A.structural_equal(out, bb.get())
+
+
+GOLDEN = Path(__file__).parent / "data" / "l0_golden"
+
+
+@pytest.mark.parametrize("name", ["fuse", "fuse_transpose_matmul"])
+def test_lowering_pass_before_expected(name):
+    """Passes whose Expected holds TIR: reviewed golden files (`tests/data/l0_golden/NAME_expected.py`:
+    `fuse` puts add + relu in one PrimFunc called once; `fuse_transpose_matmul` reads w[j, k] in an
+    NT_matmul instead of materialising the transpose)."""
+    before = A.parse_module((GOLDEN / f"{name}_before.py").read_text())
+    out = edits.L0_PASSES[name](before, A.make_target("llvm"))
+    assert A.structural_equal(out, A.parse_module((GOLDEN / f"{name}_expected.py").read_text()))
