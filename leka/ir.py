@@ -85,8 +85,11 @@ def save_params(vals: dict[str, np.ndarray], directory: str | Path) -> str:
     d.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
     for k in sorted(vals):
-        h.update(k.encode())
-        h.update(np.ascontiguousarray(vals[k]).tobytes())
+        a = np.ascontiguousarray(vals[k])
+        # shape and dtype too: an NHWC edit turns a (128, 32, 1, 1) weight into (128, 1, 1, 32) with
+        # the very same bytes, and must not get the NCHW candidate's file back
+        h.update(f"{k}|{a.dtype.str}|{a.shape}".encode())
+        h.update(a.tobytes())
     path = d / f"{h.hexdigest()[:16]}.npz"
     if not path.exists():
         tmp = path.with_suffix(".tmp.npz")
