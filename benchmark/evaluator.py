@@ -157,12 +157,3 @@ class Evaluator:
         res.wall_s = wall
         return res, payload.get("profile")
 
-
-def evaluate_file(task: Task, candidate_file: str | None, backend: str = "llvm", baseline: str = "untuned",
-                  cfg: EvaluatorConfig | None = None, trials: int = 64, cache_dir: str | None = None) -> EvalResult:
-    """What `leka bench eval` does: the default lowering, or a candidate TVMScript file."""
-    from leka import ir
-
-    ev = Evaluator(cfg, backend, BaselineConfig(kind=baseline, trials=trials, cache_dir=cache_dir or ".leka-cache"))
-    cand = ir.candidate_from_file(task, candidate_file, backend) if candidate_file else None
-    return ev.evaluate(task, cand)

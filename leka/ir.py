@@ -153,21 +153,6 @@ class Built:
     extra_modules: list[Any] = field(default_factory=list)
 
 
-def apply_l1(mod, c: Candidate) -> tuple[Any, list[str]]:
-    applied = []
-    if not c.l1:
-        return mod, applied
-    for name, f in A.prim_funcs(mod).items():
-        key = A.structural_hash(f)
-        entry = c.l1.get(key)
-        if entry is None:
-            continue
-        new = A.parse_tir(entry.tir_text) if entry.tir_text else sched.apply_trace(f, entry.trace or [])
-        mod = A.replace_prim_func(mod, name, new)
-        applied.append(key)
-    return mod, applied
-
-
 def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None,
                     l2_dir: str | Path | None = None, for_rpc: bool = False) -> Built:
     """L0 text -> bind -> lower -> L1 schedules (-> DLight on GPUs) -> L2 overrides -> compile.

@@ -12,7 +12,6 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -167,10 +166,6 @@ def parse_tir(text: str) -> tvm.tirx.PrimFunc:
     if not isinstance(obj, tvm.tirx.PrimFunc):
         raise ValueError(f"expected a T.prim_func, got {type(obj).__name__}")
     return obj
-
-
-def n_user_inputs(mod: tvm.IRModule, n_params: int, func: str = "main") -> int:
-    return len(mod[func].params) - n_params
 
 
 def bind_params(mod: tvm.IRModule, vals: dict[str, np.ndarray], func: str = "main") -> tvm.IRModule:
@@ -356,11 +351,6 @@ def inspect_source(ex, backend: str, fmt: str = "") -> str:
         return m.inspect_source(fmt or "ll")
     return m.inspect_source(fmt)
 
-
-@dataclass
-class Timing:
-    median_s: float
-    samples: list[float]
 
 
 # ============================================================================ IR layers (leka.ir / edits / views)
