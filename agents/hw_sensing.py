@@ -4,7 +4,9 @@ DESIGN.md "Routing": L0 for layout transposes, many small kernels, large interme
 elementwise chains; L1 for a hot kernel far from its roofline with no schedule yet; L2 for a hot kernel
 that already has a schedule but whose code is scalar (no packed FMAs in its asm). In `profile` mode
 each level gets a score in [0, 1] from the ProfileReport (a time share, weighted by how far from its
-roof the time is spent) and the best enabled level wins, with the evidence as the reason. The other
+roof the time is spent) and the best enabled level wins, with the evidence as the reason; a level
+the run has not tried gets an exploration bonus, and after COVERAGE_EVALS evaluations it is routed
+to outright (so a short Level-3 run still tries every enabled level). The other
 modes exist for ablations: `round_robin`, `random` (own `random.Random(seed)`), `fixed:<level>`.
 Routers make no edits; `route` is the entry point, `propose` returns [] to satisfy the Agent protocol.
 """
@@ -36,6 +38,12 @@ MANY_CALLS = 8  # kernel calls per iteration from which call overhead is worth a
 LARGE_INTERMEDIATES = 32 * 2**20  # bytes: past the last-level cache of an edge CPU
 W_LARGE = 0.2
 W_NOVELTY = 0.15  # bonus for a level with no node in the run yet (context.extra["level_counts"])
+# Coverage: once the run has made this many evaluations (context.extra["evals"]), an enabled level with
+# no node at all is routed to before any profile evidence. At Level 3 an evaluation takes ~20 s, so a
+# few-minute budget holds about a dozen, and the many unscheduled kernels would keep L1 on top of the
+# scores for all of them; a level whose payoff only shows once tried (an NHWC graph, a micro-kernel)
+# then never gets its chance. Four = the root plus one expansion of the level the profile chose.
+COVERAGE_EVALS = 4
 
 
 class Route(BaseModel):
@@ -202,6 +210,14 @@ class HardwareSensingAgent:
         # levels whose agents already came back empty for this candidate are tried last
         excluded = set((context.extra.get("exclude_levels", []) if context is not None else []) or [])
         enabled = [lv for lv in self.layers if lv not in excluded] or list(self.layers)
+        evals = int((context.extra.get("evals") if context is not None else 0) or 0)
+        untried = [lv for lv in enabled if counts and counts.get(lv, 0) == 0]
+        if untried and evals >= COVERAGE_EVALS:
+            lv = untried[0]  # upper level first: an L0 change rebuilds the levels below it anyway
+            top = max(enabled, key=lambda x: (scored[x][0], -LEVELS.index(x)))
+            return Route(level=lv, scores=scores, mode=self.mode,
+                         reason=f"coverage: no {lv} node after {evals} evaluations; {lv} evidence: "
+                                f"{scored[lv][1]} (the profile favours {top}) -> {lv}")
         # ties go to the upper level: an L0 change rebuilds everything below it anyway
         best = max(enabled, key=lambda lv: (scored[lv][0], -LEVELS.index(lv)))
         reason = f"{scored[best][1]} -> {best}"

@@ -75,23 +75,33 @@ def cached_executable(task: Task, backend: str, target, what: str, build, cache_
     return ex
 
 
-def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, inputs: list[np.ndarray],
-               model: Any, ms_dir: str | None = None, cache_dir: str | None = None):
-    """A Timer (benchmark.worker) for the baseline, built in the evaluation child."""
-    from benchmark.worker import python_timer, tvm_timer
-
+def prebuild(kind: str, *, task: Task, root: ir.Root, backend: str, target, ms_dir: str | None = None,
+             cache_dir: str | None = None) -> A.VMRunner | None:
+    """The baseline's VM for the TVM kinds (build + link: the slow part of a Level-3 evaluation, which
+    the evaluation child runs on a second thread while the candidate builds); None for the others."""
     dev = A.device_for(backend)
     if kind == "untuned":
         ex = cached_executable(task, backend, target, "untuned", lambda: ir.build_candidate(
             ir.root_candidate(task, backend, root), target, root.params).executable, cache_dir)
-        runner = A.VMRunner(ex, dev)
-        return tvm_timer(runner, runner.to_device(inputs))
+        return A.VMRunner(ex, dev)
     if kind == "tuned":
         if not ms_dir or not is_tuned(Path(ms_dir)):
             raise RuntimeError("no MetaSchedule database for this task: run `leka bench baseline` first")
         ex = cached_executable(task, backend, target, f"tuned-{Path(ms_dir).name}",
                                lambda: tuned_executable(task, root, backend, target, ms_dir), cache_dir)
-        runner = A.VMRunner(ex, dev)
+        return A.VMRunner(ex, dev)
+    return None
+
+
+def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, inputs: list[np.ndarray],
+               model: Any, ms_dir: str | None = None, cache_dir: str | None = None,
+               runner: A.VMRunner | None = None):
+    """A Timer (benchmark.worker) for the baseline, built in the evaluation child (or given prebuilt)."""
+    from benchmark.worker import python_timer, tvm_timer
+
+    if kind in ("untuned", "tuned"):
+        runner = runner or prebuild(kind, task=task, root=root, backend=backend, target=target, ms_dir=ms_dir,
+                                    cache_dir=cache_dir)
         return tvm_timer(runner, runner.to_device(inputs))
     if kind == "torch":
         import torch

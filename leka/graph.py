@@ -122,7 +122,7 @@ class RunContext:
             variants=self.cfg.run.variants_per_call, vector_lanes=A.vector_lanes_fp32(target),
             num_cores=int(A.target_json(target).get("num-cores", 2) or 2),
             extra={"exclude_levels": state.get("exhausted", {}).get(str(nid), []),
-                   "level_counts": self.level_counts()},
+                   "level_counts": self.level_counts(), "evals": state.get("evals", 0)},
         )
 
 

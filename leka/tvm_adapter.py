@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -149,15 +150,23 @@ def relax_text(mod: tvm.IRModule) -> str:
     return mod.script()
 
 
+# TVMScript parsing (the IRBuilder's frame stack) and legalization (TE's op_tag scope) keep state in
+# process-global Python objects. The evaluator builds the baseline on a second thread while the
+# candidate builds, so those two steps are serialised; codegen and linking, the bulk, are not.
+_PARSE_LOCK = threading.RLock()
+
+
 def parse_module(text: str) -> tvm.IRModule:
-    obj = tvm.script.from_source(text)
+    with _PARSE_LOCK:
+        obj = tvm.script.from_source(text)
     if isinstance(obj, (tvm.tirx.PrimFunc, relax.Function)):
         return tvm.IRModule({"main": obj})
     return obj
 
 
 def parse_tir(text: str) -> tvm.tirx.PrimFunc:
-    obj = tvm.script.from_source(text)
+    with _PARSE_LOCK:
+        obj = tvm.script.from_source(text)
     if isinstance(obj, tvm.IRModule):
         funcs = [f for f in obj.functions.values() if isinstance(f, tvm.tirx.PrimFunc)]
         if len(funcs) != 1:
@@ -187,7 +196,7 @@ def lower(mod: tvm.IRModule, target: tvm.target.Target, gpu_schedule: bool = Tru
     `tvm.compile` alone only legalizes on CPU, leaving every op a separate unfused kernel.
     `gpu_schedule=False` stops before DLight, so L1 entries can be applied first (they are keyed by
     the unscheduled PrimFunc) and marked scheduled; `gpu_default_schedule` then does the rest."""
-    with target:
+    with _PARSE_LOCK, target:
         out = relax.get_pipeline("zero")(mod)
         if gpu_schedule and target.kind.name in ("cuda", "opencl"):
             out = gpu_default_schedule(out)
@@ -584,7 +593,8 @@ def extern_prim_func(func: tvm.tirx.PrimFunc, entry: str) -> tvm.tirx.PrimFunc:
         '    T.func_attr({"tirx.noalias": True})\n'
         f'    assert T.call_extern("int32", "{entry}", {ptrs}) == 0, "L2 kernel {entry} returned non-zero"\n'
     )
-    return tvm.script.from_source(text)
+    with _PARSE_LOCK:
+        return tvm.script.from_source(text)
 
 
 def build_prim_func(func: tvm.tirx.PrimFunc, target: tvm.target.Target, name: str = "main"):

@@ -106,6 +106,19 @@ def _kernel(name: str, seconds: float, calls: int, denom: float, info: dict[str,
         flops_source=str(info.get("flops_source", "none")))
 
 
+def _hot_is_scheduled(rows: list[dict], funcs: dict, sched: set[str], overridden: set[str]) -> bool:
+    """Whether the hottest compute kernel has a schedule. Only then do its instructions decide
+    anything (the router's L2 evidence), and printing the whole module's asm is seconds at Level 3."""
+    for r in rows:  # hottest first
+        func = funcs.get(r["name"])
+        if func is None or r["name"] in overridden:
+            continue
+        if describe(func).get("kind") == "layout":
+            continue
+        return r["name"] in sched
+    return False
+
+
 def profile_built(built, dev_args, target, backend: str = "llvm", candidate=None, repeat: int = 5,
                   runner: A.VMRunner | None = None, roofs: Peaks | None = None) -> ProfileReport:
     """Run `built` under the VM instrument and turn the per-call times into a ProfileReport.
@@ -117,13 +130,13 @@ def profile_built(built, dev_args, target, backend: str = "llvm", candidate=None
     pk = roofs or peaks(target)
     funcs = A.prim_funcs(built.lowered)
     sched = scheduled_names(built, candidate)
+    overridden = l2_names(built, candidate)
     asm_funcs: dict[str, str] | None = None
-    if backend == "llvm":
+    if backend == "llvm" and _hot_is_scheduled(rows, funcs, sched, overridden):
         try:
             asm_funcs = asm_functions(A.inspect_source(built.executable, "llvm", "asm"))
         except Exception:  # noqa: BLE001 - ISA counts are evidence, never worth failing a profile over
             asm_funcs = None
-    overridden = l2_names(built, candidate)
     originals = _unscheduled_funcs(candidate, target) if overridden else {}
     denom = max(total, sum(r["seconds"] for r in rows))
     kernels, builtins = [], []

@@ -222,3 +222,23 @@ def test_a_kernel_with_an_l2_override_is_not_sent_back_to_l2(mm_cases):
     after = HardwareSensingAgent().route(cand, marked, ctx())
     assert before.level == "L2" and after.scores["L2"] < before.scores["L2"]
     assert "already has an L2 source override" in after.reason or after.level != "L2"
+
+
+def test_untried_levels_are_covered_after_a_few_evaluations(mm_cases):
+    from agents.hw_sensing import COVERAGE_EVALS
+
+    cand, rep = mm_cases["root"]  # the profile alone says L1 (unscheduled hot matmul)
+    only_l1 = {"L0": 0, "L1": 3, "L2": 0}
+    early = HardwareSensingAgent().route(cand, rep, ctx(level_counts=only_l1, evals=COVERAGE_EVALS - 1))
+    assert early.level == "L1" and "coverage" not in early.reason
+    late = HardwareSensingAgent().route(cand, rep, ctx(level_counts=only_l1, evals=COVERAGE_EVALS))
+    assert late.level == "L0" and late.reason.startswith("coverage: no L0 node") and "favours L1" in late.reason
+    # the next untried level once L0 has a node; a switched-off or exhausted level is never forced
+    assert HardwareSensingAgent().route(cand, rep, ctx(level_counts={"L0": 2, "L1": 3, "L2": 0},
+                                                       evals=9)).level == "L2"
+    assert HardwareSensingAgent(layers="L1,L2").route(cand, rep, ctx(level_counts=only_l1, evals=9)).level == "L2"
+    assert HardwareSensingAgent().route(cand, rep, ctx(level_counts=only_l1, evals=9,
+                                                       exclude_levels=["L0"])).level == "L2"
+    # every level tried: back to the profile
+    done = HardwareSensingAgent().route(cand, rep, ctx(level_counts={"L0": 1, "L1": 3, "L2": 1}, evals=9))
+    assert done.level == "L1" and "coverage" not in done.reason

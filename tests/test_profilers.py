@@ -135,7 +135,9 @@ def test_mbv2_report(mbv2_report):
         assert k.seconds > 0 and k.flops > 0 and k.bytes > 0
         assert k.gflops == pytest.approx(k.flops / (k.seconds / k.calls) / 1e9)
         assert k.roof_gflops == pytest.approx(min(r.peaks.gflops, k.intensity * r.peaks.gbps))
-        assert k.vector_fma is not None and not k.scheduled
+        # nothing is scheduled, so no ISA evidence can matter yet and the asm is not printed
+        # (test_hw_sensing checks the counts of scheduled kernels)
+        assert k.vector_fma is None and not k.scheduled
     assert r.planned_bytes and r.planned_bytes > 0 and r.peak_rss_bytes > 0
     text = r.text(max_kernels=3)
     assert hot.name in text and "more kernels" in text and len(text.splitlines()) <= 8
