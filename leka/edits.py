@@ -21,6 +21,9 @@ invalidated (strings "L1:<key>:<func>" / "L2:<key>:<func>").
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -62,10 +65,39 @@ def target_for(c: Candidate):
     return A.make_target(c.backend)
 
 
+# (candidate digest, edit content, workdir, params) -> (outcome, whether it was build-checked).
+# An LLM agent's legality check and the graph apply the same edit to the same candidate one after the
+# other; at Level 3 each apply with a build check is seconds of parse + lower + codegen.
+_MEMO: OrderedDict[tuple[str, str, str, int], tuple[EditOutcome, bool]] = OrderedDict()
+_MEMO_SIZE = 64
+
+
+def _memo_key(candidate: Candidate, edit: Edit, workdir: Path, root_params) -> tuple[str, str, str, int]:
+    content = json.dumps({"level": edit.level, "kind": edit.kind, "target": edit.target, "payload": edit.payload},
+                         sort_keys=True, default=str)
+    return (candidate.digest, hashlib.sha256(content.encode()).hexdigest(), str(workdir.resolve()),
+            id(root_params) if root_params is not None else 0)
+
+
 def apply_edit(candidate: Candidate, edit: Edit, *, workdir: Path | str, root_params=None,
                build_check: bool = True) -> EditOutcome:
-    """Parse, check and build one edit; failures come back as `EditOutcome.error`."""
+    """Parse, check and (with `build_check`) build one edit; failures come back as
+    `EditOutcome.error`. The same edit on the same candidate is answered from a small memo, so a
+    legality check followed by the real apply costs one build."""
     workdir = Path(workdir)
+    key = _memo_key(candidate, edit, workdir, root_params)
+    hit = _MEMO.get(key)
+    if hit is not None and (hit[1] or not build_check or hit[0].error is not None):
+        _MEMO.move_to_end(key)
+        return hit[0].model_copy(deep=True)
+    out = _apply_edit(candidate, edit, workdir, root_params, build_check)
+    _MEMO[key] = (out, build_check)
+    while len(_MEMO) > _MEMO_SIZE:
+        _MEMO.popitem(last=False)
+    return out.model_copy(deep=True)
+
+
+def _apply_edit(candidate: Candidate, edit: Edit, workdir: Path, root_params, build_check: bool) -> EditOutcome:
     try:
         handler = _HANDLERS.get((edit.level, edit.kind))
         if handler is None:

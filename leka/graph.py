@@ -334,9 +334,13 @@ def _artifacts(c: ir.Candidate) -> dict[str, str]:
 
 
 def _apply(ctx: RunContext, cand: ir.Candidate, edit: Edit):
+    """Apply without a build check: the evaluation builds the candidate anyway (a build failure comes
+    back as a failed node with error_kind "compile"), and at Level 3 a second build in this process
+    costs as much as the rest of the evaluation. An LLM edit was build-checked by its agent already
+    (leka.run `check`); apply_edit's memo hands that outcome back here."""
     from leka.edits import apply_edit
 
-    return apply_edit(cand, edit, workdir=ctx.workdir, root_params=ctx.root.params)
+    return apply_edit(cand, edit, workdir=ctx.workdir, root_params=ctx.root.params, build_check=False)
 
 
 def _route(ctx: RunContext, cand, profile, agent_ctx: AgentContext, open_levels: list[str],

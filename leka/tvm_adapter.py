@@ -220,8 +220,31 @@ def build(mod: tvm.IRModule, target: tvm.target.Target):
     return tvm.compile(mod, target)
 
 
+# TVM 0.27 logs one "Warning: Scope Saving:" line per kernel from C++ when a VM executable is
+# exported: hundreds of lines of noise at Level 3 that say nothing a user can act on
+_EXPORT_NOISE = "Warning: Scope Saving"
+
+
 def export_library(ex, path: str, options: Sequence[str] = ()) -> None:
-    ex.export_library(path, options=list(options)) if options else ex.export_library(path)
+    import sys
+    import tempfile
+
+    sys.stderr.flush()
+    with tempfile.TemporaryFile(mode="w+b") as cap:
+        saved = os.dup(2)
+        os.dup2(cap.fileno(), 2)
+        try:
+            ex.export_library(path, options=list(options)) if options else ex.export_library(path)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            cap.seek(0)
+            # everything else the export said (a linker error, say) still reaches stderr
+            kept = [ln for ln in cap.read().decode(errors="replace").splitlines(keepends=True)
+                    if _EXPORT_NOISE not in ln]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
 
 
 def load_module(path: str):

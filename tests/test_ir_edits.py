@@ -182,3 +182,42 @@ def test_cuda_l1_l2_and_nvcc_rejects(folded, tmp_path):
         "language": "cuda", "text": good.replace("__ldg(", "__no_such_intrinsic(", 1), "entry": f"{expand}_kernel"}),
         workdir=tmp_path, build_check=False)
     assert bad.candidate is None and "nvcc rejects" in bad.error and "__no_such_intrinsic" in bad.error
+
+
+def test_apply_is_memoised_per_candidate_and_edit(folded):
+    """An LLM edit is applied by its agent's legality check and again by the graph: the second apply
+    must come from the memo, and an outcome memoised without a build check must not answer a call
+    that asks for one."""
+    c, _, _, wd = folded
+    expand, _ = _names(c)
+    e = Edit(level="L1", kind="trace", target=expand, payload={"trace": D.cpu_conv1x1_trace(16)}, rationale="a")
+    edits._MEMO.clear()  # an earlier test applied this very edit
+    unchecked = edits.apply_edit(c, e, workdir=wd, build_check=False)
+    key = edits._memo_key(c, e, wd, None)
+    assert unchecked.error is None and edits._MEMO[key][1] is False
+    checked = edits.apply_edit(c, e, workdir=wd)
+    assert edits._MEMO[key][1] is True and checked.candidate.digest == unchecked.candidate.digest
+    # the rationale is not part of the key; what callers do to an outcome does not reach the memo
+    again = edits.apply_edit(c, e.model_copy(update={"rationale": "other words"}), workdir=wd, build_check=False)
+    assert again.candidate.digest == checked.candidate.digest
+    again.carried.append("not-a-key")
+    assert "not-a-key" not in edits._MEMO[key][0].carried
+    other = e.model_copy(update={"payload": {"trace": D.cpu_conv1x1_trace(8)}})
+    assert edits._memo_key(c, other, wd, None) != key
+
+
+def test_export_drops_tvm_scope_saving_noise_only(tmp_path, capfd):
+    """Exporting an executable that already ran in a VM makes TVM 0.27 log one "Scope Saving"
+    warning per kernel; `ir.export` drops those lines and nothing else."""
+    task = resolve(ROOT / "benchmark/examples/mbv2_block.py")
+    root = ir.import_root(task)
+    built = ir.build_candidate(ir.root_candidate(task, root=root), A.make_target("llvm"), root.params)
+    A.VMRunner(built.executable, A.device_for("llvm"))
+    capfd.readouterr()
+    built.executable.export_library(str(tmp_path / "raw.so"))
+    assert "Scope Saving" in capfd.readouterr().err  # the noise is real
+    ir.export(built, tmp_path / "best.so")
+    assert "Scope Saving" not in capfd.readouterr().err
+    assert (tmp_path / "best.so").stat().st_size > 0
+    print("after export", file=sys.stderr)  # fd 2 is restored
+    assert "after export" in capfd.readouterr().err
