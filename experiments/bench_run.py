@@ -73,11 +73,11 @@ def main() -> None:
         print(f"    best {row['vs_untuned'] or 0:.2f}x vs untuned, {row['vs_tuned'] or 0:.2f}x vs tuned "
               f"({args.tuned_trials} trials), nodes {row['nodes']}, correct {row['correct']}", flush=True)
     print()
-    print(f"{'task':34s} {'lvl':>3} {'vs untuned':>10} {'vs tuned':>9} {'L0':>3} {'L1':>3} {'L2':>3} correct")
+    print(f"{'task':34s} {'lvl':>3} {'vs untuned':>10} {'vs tuned':>9} {'L0':>3} {'L1':>3} {'L2':>3} {'evals':>5} correct")
     for r in rows:
         n = r["nodes"]
         print(f"{r['task']:34s} {r['level']:>3} {r['vs_untuned'] or 0:10.2f} {r['vs_tuned'] or 0:9.2f} "
-              f"{n['L0']:>3} {n['L1']:>3} {n['L2']:>3} {r['correct']}")
+              f"{n['L0']:>3} {n['L1']:>3} {n['L2']:>3} {r['evals']:>5} {r['correct']}")
     for r in rows:
         print(f"  {r['task']}: " + " | ".join(r.get("route", [])[:4]))
     gu, gt = geomean([r["vs_untuned"] for r in rows]), geomean([r["vs_tuned"] for r in rows])
