@@ -220,7 +220,7 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
         target = A.make_target(backend)
         dev = A.device_for(backend)
         base_prep = None
-        if job.get("time") and job.get("baseline") in ("untuned", "tuned"):
+        if job.get("time") and job.get("baseline") in ("untuned", "tuned") and cfg.get("overlap_baseline_build", True):
             # the baseline's build + link overlaps the candidate's (half a Level-3 evaluation); joined
             # before anything runs, so checks and timings still have the machine to themselves
             base_prep = _Background(lambda: baselines.prebuild(

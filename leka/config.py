@@ -32,6 +32,7 @@ class EvaluatorConfig(_Section):
     timing_budget_s: float = 4.0  # soft cap on the timing phase per evaluation
     max_spread: float = 0.10  # timing valid if IQR/median of the per-pair ratios is under this
     poison: bool = True  # run on poison inputs before each checked run, so stale buffers fail
+    overlap_baseline_build: bool = True  # build the TVM baseline on a second thread during the candidate build
 
 
 class BaselineConfig(_Section):
