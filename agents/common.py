@@ -9,24 +9,14 @@ contiguous (the one to vectorise), without matching on the names legalization ha
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from leka import sched
 from leka import tvm_adapter as A
-from leka.types import Edit
 
 _VAR = re.compile(r"\b(v_\w+|[a-zA-Z_]\w*)\b")
-
-
-def edit_digest(edit: Edit) -> str:
-    """Stable content hash of an edit (level, kind, target, payload): what `context.tried` holds."""
-    body = json.dumps({"level": edit.level, "kind": edit.kind, "target": edit.target,
-                       "payload": edit.payload}, sort_keys=True, default=str)
-    return hashlib.sha256(body.encode()).hexdigest()[:20]
 
 
 # ----------------------------------------------------------------------------- analysis

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 
-from agents.common import edit_digest
 from leka import tvm_adapter as A
 from leka.protocols import AgentContext
-from leka.types import Edit
+from leka.types import Edit, edit_digest
 
 _CONV = re.compile(r"R\.nn\.conv2d\(([^)]*)\)")
 

@@ -26,7 +26,6 @@ from agents.common import (
     Recorder,
     analyse,
     divisors,
-    edit_digest,
     lowered_funcs,
     rank_kernels,
     validate_trace,
@@ -34,7 +33,7 @@ from agents.common import (
 )
 from leka import tvm_adapter as A
 from leka.protocols import AgentContext
-from leka.types import Edit
+from leka.types import Edit, edit_digest
 
 GEMM_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
 

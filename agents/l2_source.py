@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from agents.common import KernelInfo, analyse, edit_digest, lowered_funcs, rank_kernels
+from agents.common import KernelInfo, analyse, lowered_funcs, rank_kernels
 from leka import tvm_adapter as A
 from leka.protocols import AgentContext
-from leka.types import Edit
+from leka.types import Edit, edit_digest
 
 
 @dataclass

@@ -21,8 +21,6 @@ invalidated (strings "L1:<key>:<func>" / "L2:<key>:<func>").
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +33,7 @@ from leka import ir, sched
 from leka import l2 as L2
 from leka import tvm_adapter as A
 from leka.ir import Candidate, L1Entry, L2Entry
-from leka.types import BudgetExhausted, Edit
+from leka.types import BudgetExhausted, Edit, edit_digest
 
 L0_PASSES: dict[str, Callable] = dict(A.L0_PASS_FNS)
 
@@ -73,9 +71,7 @@ _MEMO_SIZE = 64
 
 
 def _memo_key(candidate: Candidate, edit: Edit, workdir: Path, root_params) -> tuple[str, str, str, int]:
-    content = json.dumps({"level": edit.level, "kind": edit.kind, "target": edit.target, "payload": edit.payload},
-                         sort_keys=True, default=str)
-    return (candidate.digest, hashlib.sha256(content.encode()).hexdigest(), str(workdir.resolve()),
+    return (candidate.digest, edit_digest(edit), str(workdir.resolve()),
             id(root_params) if root_params is not None else 0)
 
 

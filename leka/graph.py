@@ -28,7 +28,7 @@ from candidate_tree import Tree
 from leka import ir
 from leka.config import LekaConfig
 from leka.protocols import AgentContext
-from leka.types import LEVELS, BudgetExhausted, Edit, EvalResult
+from leka.types import LEVELS, BudgetExhausted, Edit, EvalResult, edit_digest
 
 
 class RunState(TypedDict, total=False):
@@ -127,8 +127,6 @@ class RunContext:
 
 
 def _digest(edit: Edit) -> str:
-    from agents.common import edit_digest
-
     return edit_digest(edit)
 
 

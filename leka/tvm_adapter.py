@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -226,9 +228,6 @@ _EXPORT_NOISE = "Warning: Scope Saving"
 
 
 def export_library(ex, path: str, options: Sequence[str] = ()) -> None:
-    import sys
-    import tempfile
-
     sys.stderr.flush()
     with tempfile.TemporaryFile(mode="w+b") as cap:
         saved = os.dup(2)

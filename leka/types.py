@@ -5,6 +5,8 @@ Failures are data (`EvalResult.error_kind`); only a few typed exceptions steer c
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -78,6 +80,14 @@ class Edit(BaseModel):
     target: str | None = None  # PrimFunc name / kernel name; None for whole-module L0 edits
     payload: dict[str, Any] = Field(default_factory=dict)
     rationale: str = ""
+
+
+def edit_digest(edit: Edit) -> str:
+    """Stable content hash of an edit (level, kind, target, payload; not the rationale): what
+    `context.tried` holds, and the edit half of `leka.edits.apply_edit`'s memo key."""
+    body = json.dumps({"level": edit.level, "kind": edit.kind, "target": edit.target,
+                       "payload": edit.payload}, sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()[:20]
 
 
 class LekaError(Exception):

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.common import analyse, edit_digest, rank_kernels
+from agents.common import analyse, rank_kernels
 from agents.l0_relax import RuleL0Agent, rank_passes
 from agents.l1_tir import RuleL1Agent
 from agents.l2_source import RuleL2Agent, check_against_tir, gemm_shape
@@ -17,6 +17,7 @@ from benchmark.task import load_task_file
 from leka import ir, sched
 from leka import tvm_adapter as A
 from leka.protocols import AgentContext
+from leka.types import edit_digest
 
 EX = Path(__file__).resolve().parents[1] / "benchmark" / "examples"
 
