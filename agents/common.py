@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from leka import sched
 from leka import tvm_adapter as A
+from leka.ir import sched
 
 _VAR = re.compile(r"\b(v_\w+|[a-zA-Z_]\w*)\b")
 

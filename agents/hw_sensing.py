@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from leka.protocols import AgentContext
-from leka.types import LEVELS, Edit
+from leka.core.protocols import AgentContext
+from leka.core.types import LEVELS, Edit
 from profilers.report import COMPUTE_KINDS, SMALL_KERNEL_S, ProfileReport
 
 MODES = ("profile", "round_robin", "random", "fixed:L0", "fixed:L1", "fixed:L2")

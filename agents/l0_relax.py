@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 from leka import tvm_adapter as A
-from leka.protocols import AgentContext
-from leka.types import Edit, edit_digest
+from leka.core.protocols import AgentContext
+from leka.core.types import Edit, edit_digest
 
 _CONV = re.compile(r"R\.nn\.conv2d\(([^)]*)\)")
 
@@ -87,7 +87,7 @@ class RuleL0Agent:
 
     def _known_passes(self) -> set[str]:
         try:
-            from leka import edits
+            from leka.ir import edits
 
             return set(getattr(edits, "L0_PASSES", {})) or set(A.L0_PASS_FNS)
         except Exception:  # noqa: BLE001 - the IR layer is optional for ranking

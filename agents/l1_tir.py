@@ -32,8 +32,8 @@ from agents.common import (
     vector_factor,
 )
 from leka import tvm_adapter as A
-from leka.protocols import AgentContext
-from leka.types import Edit, edit_digest
+from leka.core.protocols import AgentContext
+from leka.core.types import Edit, edit_digest
 
 GEMM_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
 

@@ -30,8 +30,8 @@ import numpy as np
 
 from agents.common import KernelInfo, analyse, lowered_funcs, rank_kernels
 from leka import tvm_adapter as A
-from leka.protocols import AgentContext
-from leka.types import Edit, edit_digest
+from leka.core.protocols import AgentContext
+from leka.core.types import Edit, edit_digest
 
 
 @dataclass

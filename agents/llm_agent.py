@@ -18,11 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from leka.core.protocols import AgentContext
+from leka.core.types import LEVELS, BudgetExhausted, Edit
 from leka.llm.base import Completion, Message, Provider, ProviderError, Usage
 from leka.llm.parsing import ParseError, parse_edits, parse_route, reply_data
 from leka.llm.prompting import EDIT_TOOL_NAME, ROUTE_TOOL_NAME, TEMPLATES, edit_tool, render, route_tool
-from leka.protocols import AgentContext
-from leka.types import LEVELS, BudgetExhausted, Edit
 
 log = logging.getLogger("leka.agents")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agents.l0_relax import RuleL0Agent
 from agents.l1_tir import RuleL1Agent
 from agents.l2_source import RuleL2Agent
-from leka.protocols import Agent
+from leka.core.protocols import Agent
 
 
 def make_rule_agents(backend: str = "llvm", root_params=None) -> dict[str, Agent]:

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from leka.types import UserError
+from leka.core.types import UserError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 console = Console()
@@ -44,13 +44,9 @@ def list_cmd(
 
 
 def _check_backend(backend: str) -> None:
-    from leka.tvm_adapter import BACKENDS
+    from leka.backends import require_runnable
 
-    if backend not in BACKENDS:
-        raise UserError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    if backend != "llvm":
-        raise UserError(f"backend {backend!r} cannot run on this machine: it has no GPU / OpenCL runtime "
-                        f"(CUDA runs on a GPU machine, OpenCL through TVM RPC; see leka/README.md)")
+    require_runnable(backend)
 
 
 def result_table(res) -> Table:
@@ -94,7 +90,7 @@ def eval_cmd(
     from benchmark.evaluator import Evaluator
     from benchmark.task import resolve
     from leka import ir
-    from leka.config import load_config
+    from leka.core.config import load_config
 
     _check_backend(backend)
     if baseline not in baselines.BASELINES:

@@ -21,8 +21,8 @@ import psutil
 
 from benchmark import baselines
 from benchmark.task import Task
-from leka.config import BaselineConfig, EvaluatorConfig
-from leka.types import EvalResult
+from leka.core.config import BaselineConfig, EvaluatorConfig
+from leka.core.types import EvalResult
 
 _CTX: Any = None
 
@@ -31,7 +31,7 @@ def _context():
     global _CTX
     if _CTX is None:
         _CTX = mp.get_context("forkserver")
-        _CTX.set_forkserver_preload(["torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch", "leka.ir",
+        _CTX.set_forkserver_preload(["torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch", "leka.ir.candidate",
                                      "benchmark.worker", "benchmark.baselines"])
     return _CTX
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from leka.types import EvalResult
+from leka.core.types import EvalResult
 
 
 def compile_at_1(results: Sequence[EvalResult]) -> float:

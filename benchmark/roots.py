@@ -21,9 +21,10 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
 
 def _key(task: Task) -> str:
     import torch
-    import tvm
 
-    h = hashlib.sha256(f"{task.digest}|{tvm.__version__}|{torch.__version__}".encode())
+    from leka.tvm_adapter import tvm_version
+
+    h = hashlib.sha256(f"{task.digest}|{tvm_version()}|{torch.__version__}".encode())
     return h.hexdigest()[:16]
 
 

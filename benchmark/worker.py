@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from leka.types import EvalResult
+from leka.core.types import EvalResult
 
 
 def _err(res: EvalResult, kind: str, msg: str) -> EvalResult:
@@ -184,7 +184,7 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
     from benchmark.task import load_task_file
     from leka import ir
     from leka import tvm_adapter as A
-    from leka.types import UserError
+    from leka.core.types import UserError
 
     torch.set_num_threads(job.get("threads", 2))
     t_start = time.perf_counter()

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from candidate_tree.store import DB_NAME, Node, Tree
-from leka.types import UserError
+from leka.core.types import UserError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Inspect and export a run's candidate tree.")

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from leka.types import LEVELS, Edit, EvalResult, Level
+from leka.core.types import LEVELS, Edit, EvalResult, Level
 
 DB_NAME = "tree.sqlite"
 NODES_DIR = "nodes"

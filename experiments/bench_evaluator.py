@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from benchmark.evaluator import Evaluator  # noqa: E402
 from benchmark.subsets import load_subset  # noqa: E402
 from benchmark.task import resolve  # noqa: E402
-from leka.config import EvaluatorConfig  # noqa: E402
+from leka.core.config import EvaluatorConfig  # noqa: E402
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from benchmark.subsets import load_subset  # noqa: E402
 from benchmark.task import resolve  # noqa: E402
 from candidate_tree import Tree  # noqa: E402
 from leka import ir  # noqa: E402
-from leka.config import BaselineConfig, EvaluatorConfig  # noqa: E402
+from leka.core.config import BaselineConfig, EvaluatorConfig  # noqa: E402
 from leka.run import parse_duration, run  # noqa: E402
 
 

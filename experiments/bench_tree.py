@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from candidate_tree import Tree  # noqa: E402
-from leka.types import LEVELS, Edit, EvalResult  # noqa: E402
+from leka.core.types import LEVELS, Edit, EvalResult  # noqa: E402
 
 RELAX = "".join(f"    lv{i} = R.call_tir(cls.fused_op{i}, (lv{i - 1},), out_sinfo=R.Tensor((1, 64), 'float32'))\n"
                 for i in range(1, 40))

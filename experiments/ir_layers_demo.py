@@ -28,10 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from benchmark.task import resolve  # noqa: E402
-from leka import edits, ir, views  # noqa: E402
-from leka import l2 as L2  # noqa: E402
+from leka import ir
 from leka import tvm_adapter as A  # noqa: E402
-from leka.types import Edit  # noqa: E402
+from leka.core.types import Edit  # noqa: E402
+from leka.ir import edits, views  # noqa: E402
+from leka.ir import l2 as L2  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = {"mbv2": ROOT / "benchmark/examples/mbv2_block.py", "llama": ROOT / "benchmark/examples/llama_block.py"}

@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
 from agents.hw_sensing import HardwareSensingAgent  # noqa: E402
 from benchmark.task import load_task_file  # noqa: E402
 from leka import ir  # noqa: E402
-from leka.protocols import AgentContext  # noqa: E402
+from leka.core.protocols import AgentContext  # noqa: E402
 from profilers.calibrate import peaks  # noqa: E402
 from profilers.profile import profile_candidate  # noqa: E402
 

@@ -22,8 +22,9 @@ from agents.common import analyse, rank_kernels  # noqa: E402
 from agents.l1_tir import RuleL1Agent  # noqa: E402
 from agents.l2_source import compile_cpp, gemm_shape, gemm_source, run_cpp  # noqa: E402
 from benchmark.task import load_task_file  # noqa: E402
-from leka import ir, sched  # noqa: E402
+from leka import ir
 from leka import tvm_adapter as A  # noqa: E402
+from leka.ir import sched  # noqa: E402
 
 EX = Path(__file__).resolve().parents[1] / "benchmark" / "examples"
 

@@ -9,7 +9,8 @@ import warnings
 
 import typer
 
-from leka.types import UserError
+from leka.backends import BackendError, all_backends, get_backend
+from leka.core.types import UserError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="LEKA: layered agents that optimise tensor programs through TVM.")
@@ -26,7 +27,7 @@ def _mount() -> None:
 @app.command("run")
 def run_cmd(
     task: str = typer.Option(None, "--task", help="task id or path of a KernelBench-format file"),
-    backend: str = typer.Option("llvm", "--backend", help="llvm | cuda | opencl"),
+    backend: str = typer.Option("llvm", "--backend", help="a backend of `leka backends` (llvm, cuda, opencl)"),
     budget: str = typer.Option("10m", "--budget", help="wall clock, e.g. 90s, 10m, 1h"),
     policy: str = typer.Option("rules", "--policy", help="rules (offline, default) | llm"),
     model: str = typer.Option("", "--model", help="openai:M | anthropic:M | compat:URL|M | scripted:F | replay:F"),
@@ -43,8 +44,7 @@ def run_cmd(
     """Optimise one task end to end: profile, route, propose edits at L0/L1/L2, evaluate, keep the tree."""
     from leka.run import parse_duration, run
 
-    if backend not in ("llvm", "cuda", "opencl"):
-        raise UserError(f"unknown backend {backend!r}; use one of llvm, cuda, opencl")
+    get_backend(backend)
     if policy not in ("rules", "llm"):
         raise UserError(f"unknown policy {policy!r}; use rules or llm")
     sets = [f"backend={backend}", f"run.budget_s={parse_duration(budget)}", f"run.policy={policy}",
@@ -65,7 +65,7 @@ def run_cmd(
 def oneshot_cmd(
     task: str = typer.Option(..., "--task", help="task id or path of a KernelBench-format file"),
     model: str = typer.Option(..., "--model", help="openai:M | anthropic:M | compat:URL|M | scripted:F | replay:F"),
-    backend: str = typer.Option("llvm", "--backend", help="llvm | cuda | opencl"),
+    backend: str = typer.Option("llvm", "--backend", help="a backend of `leka backends` (llvm, cuda, opencl)"),
     out: str = typer.Option("runs", "--out", help="folder for run folders"),
     json_out: str = typer.Option(None, "--json", help="also write the result JSON here"),
     config: list[str] = typer.Option([], "--config", help="YAML overlay (repeatable)"),
@@ -77,12 +77,20 @@ def oneshot_cmd(
     1 when no reply came (provider down after retries)."""
     from leka.oneshot import oneshot
 
-    if backend not in ("llvm", "cuda", "opencl"):
-        raise UserError(f"unknown backend {backend!r}; use one of llvm, cuda, opencl")
+    get_backend(backend)
     res = oneshot(task, model, backend=backend, out=out, json_out=json_out, config_files=config,
                   overrides=list(overrides), quiet=quiet)
     if res.llm_failure:
         raise SystemExit(1)
+
+
+@app.command("backends")
+def backends_cmd() -> None:
+    """List the backend table: where each backend runs, its L2 languages, its task domain."""
+    for b in all_backends():
+        why = b.unavailable()
+        print(f"{b.name:<8} runs on {','.join(b.runs_on):<10} L2 {','.join(b.l2_languages):<12} "
+              f"domain {b.domain:<9} {'here' if why is None else 'not here'}")
 
 
 @app.command("demo")
@@ -103,7 +111,7 @@ def main() -> None:
     _mount()
     try:
         app()
-    except UserError as e:
+    except (UserError, BackendError) as e:
         print(f"leka: error: {e}", file=sys.stderr)
         sys.exit(2)
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from leka.config import LekaConfig, dump_config, load_config
-from leka.types import Edit, UserError
+from leka.core.config import LekaConfig, dump_config, load_config
+from leka.core.types import Edit, UserError
 
 # Bounds on what the prompt shows besides the reference (the template clips again as a last guard).
 MAX_TIR_CHARS = 24_000
@@ -49,7 +49,7 @@ class OneShotResult(BaseModel):
 
 def _views(cand, root, task) -> dict[str, str]:
     from leka import tvm_adapter as A
-    from leka import views as V
+    from leka.ir import views as V
 
     out = {"reference": task.path.read_text(), "relax": V.relax_view(cand)}
     try:
@@ -76,10 +76,12 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
     from benchmark.task import resolve
     from leka import ir
     from leka import tvm_adapter as A
-    from leka.edits import apply_edit
-    from leka.llm.base import Ledger, make_provider
+    from leka.backends import require_runnable
+    from leka.core.protocols import AgentContext
+    from leka.ir.edits import apply_edit
+    from leka.llm.base import Ledger
+    from leka.llm.factory import make_provider
     from leka.llm.scripted import Recorder
-    from leka.protocols import AgentContext
     from leka.run import _check_out, new_run_dir
 
     t0 = time.monotonic()
@@ -87,11 +89,7 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
         raise UserError("--model is required: openai:MODEL | anthropic:MODEL | compat:URL|MODEL | scripted:F")
     cfg: LekaConfig = load_config(list(config_files), [*overrides, f"backend={backend}", f"llm.model='{model}'",
                                                        "llm.max_repairs=0"])
-    if cfg.backend not in A.BACKENDS:
-        raise UserError(f"unknown backend {cfg.backend!r}; use one of {', '.join(A.BACKENDS)}")
-    if cfg.backend != "llvm":
-        raise UserError(f"backend {cfg.backend!r} cannot run on this machine (no GPU / OpenCL runtime); "
-                        "CUDA runs on a GPU host, OpenCL through TVM RPC (leka/README.md)")
+    require_runnable(cfg.backend)
     task = resolve(task_ref)
     ledger = Ledger(max_calls=1)  # one call by definition
     provider = make_provider(cfg.llm.model, cfg.llm, ledger)  # a bad spec or a missing key fails here

@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from leka.config import LekaConfig, dump_config, load_config
-from leka.types import LEVELS, UserError
+from leka.core.config import LekaConfig, dump_config, load_config
+from leka.core.types import LEVELS, UserError
 
 console = Console()
 
@@ -63,14 +63,15 @@ def new_run_dir(out: Path, task_id: str, seed: int) -> Path:
 # --------------------------------------------------------------------------------------- agents
 def make_agents(cfg: LekaConfig, ctx_holder: dict[str, Any], root, task, run_dir: Path):
     """(agents by level, router, ledger) for the configured policy."""
-    from leka.graph import make_router
+    from leka.loop.graph import make_router
 
     if cfg.run.policy == "rules":
         from agents.rules import make_rule_agents
 
         return make_rule_agents(cfg.backend, root_params=root.params), make_router(cfg), None
     from agents.llm_agent import LLMAgent
-    from leka.llm.base import Ledger, make_provider
+    from leka.llm.base import Ledger
+    from leka.llm.factory import make_provider
 
     if not cfg.llm.model:
         raise UserError("--policy llm needs --model openai:MODEL | anthropic:MODEL | compat:URL|MODEL")
@@ -79,7 +80,7 @@ def make_agents(cfg: LekaConfig, ctx_holder: dict[str, Any], root, task, run_dir
     views = llm_views(cfg, ctx_holder, root, task)
 
     def check(edit) -> str | None:
-        from leka.edits import apply_edit
+        from leka.ir.edits import apply_edit
 
         cand = ctx_holder["candidate"]
         out = apply_edit(cand, edit, workdir=run_dir / "work", root_params=root.params)
@@ -95,7 +96,7 @@ def make_agents(cfg: LekaConfig, ctx_holder: dict[str, Any], root, task, run_dir
 
 
 def llm_views(cfg: LekaConfig, holder: dict[str, Any], root, task):
-    from leka import views as V
+    from leka.ir import views as V
 
     def views(cand, actx) -> dict[str, str]:
         holder["candidate"] = cand
@@ -176,7 +177,7 @@ class LiveView:
 # --------------------------------------------------------------------------------------- results
 def write_results(run_dir: Path, cfg: LekaConfig, task, tree, final: dict[str, Any], evaluator, ledger,
                   export: bool = True) -> dict[str, Any]:
-    from leka.graph import edit_summary
+    from leka.loop.graph import edit_summary
 
     nodes = tree.nodes()
     by_level = {lv: sum(1 for n in nodes if n.level == lv) for lv in LEVELS}
@@ -303,8 +304,8 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
     from benchmark.roots import load_root
     from benchmark.task import resolve
     from candidate_tree import Tree
-    from leka import tvm_adapter as A
-    from leka.graph import RunContext, run_graph
+    from leka.backends import require_runnable
+    from leka.loop.graph import RunContext, run_graph
 
     if resume:
         run_dir = Path(resume)
@@ -316,11 +317,7 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
         cfg = load_config(list(config_files), list(overrides))
         if task_ref is None:
             raise UserError("give --task ID|PATH (or --resume RUN_DIR)")
-        if cfg.backend not in A.BACKENDS:
-            raise UserError(f"unknown backend {cfg.backend!r}; use one of {', '.join(A.BACKENDS)}")
-        if cfg.backend != "llvm":
-            raise UserError(f"backend {cfg.backend!r} cannot run on this machine (no GPU / OpenCL runtime); "
-                            "CUDA runs on a GPU host, OpenCL through TVM RPC (leka/README.md)")
+        require_runnable(cfg.backend)
         bad = [lv for lv in cfg.run.layers if lv not in LEVELS]
         if bad or not cfg.run.layers:
             raise UserError(f"--layers: unknown level(s) {bad}; use a comma list of L0, L1, L2")
@@ -336,7 +333,7 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
         if cfg.run.policy == "llm":  # a bad model spec or a missing key: say so before making a run folder
             if not cfg.llm.model:
                 raise UserError("--policy llm needs --model openai:MODEL | anthropic:MODEL | compat:URL|MODEL")
-            from leka.llm.base import make_provider
+            from leka.llm.factory import make_provider
 
             make_provider(cfg.llm.model, cfg.llm)
         out = Path(cfg.run.out)

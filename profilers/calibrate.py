@@ -19,16 +19,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from leka.backends import get_backend
+
 REPO = Path(__file__).resolve().parent.parent
 
-# Datasheet fp32 roofs (non-tensor-core FMA peak, HBM bandwidth) for targets we cannot measure here.
-GPU_TABLE = {
-    "sm_90": ("nvidia-h200", 67_000.0, 4_800.0),
-    "sm_80": ("nvidia-a100", 19_500.0, 2_039.0),
-    "sm_87": ("nvidia-jetson-orin", 5_300.0, 204.8),
-    "sm_89": ("nvidia-l4", 30_300.0, 300.0),
-    "opencl": ("mobile-gpu-mali-g610", 500.0, 50.0),  # RK3588-class board: a guess until measured over RPC
-}
 
 
 class Peaks(BaseModel):
@@ -94,9 +88,10 @@ def measure(threads: int, budget_s: float = 3.0) -> tuple[float, float]:
 def peaks(target=None, refresh: bool = False) -> Peaks:
     """Roofs for `target` (a tvm Target, a backend name, or None for this CPU)."""
     kind = getattr(getattr(target, "kind", None), "name", target) or "llvm"
-    if kind != "llvm":
-        arch = str(getattr(target, "attrs", {}).get("arch", "sm_90")) if kind == "cuda" else kind
-        name, gf, bw = GPU_TABLE.get(arch, GPU_TABLE["sm_90"] if kind == "cuda" else GPU_TABLE["opencl"])
+    spec = get_backend(kind)
+    if spec.peaks:  # datasheet roofs of a device not measured here (leka.backends)
+        arch = str(getattr(target, "attrs", {}).get("arch", "")) or spec.default_arch
+        name, gf, bw = spec.peaks.get(arch, spec.peaks[spec.default_arch])
         return Peaks(gflops=gf, gbps=bw, source="table", cpu=name)
     threads = len(os.sched_getaffinity(0))
     key = cpu_key(threads)

@@ -14,10 +14,11 @@ from agents.l1_tir import RuleL1Agent
 from agents.l2_source import RuleL2Agent, check_against_tir, gemm_shape
 from agents.rules import make_rule_agents
 from benchmark.task import load_task_file
-from leka import ir, sched
+from leka import ir
 from leka import tvm_adapter as A
-from leka.protocols import AgentContext
-from leka.types import edit_digest
+from leka.core.protocols import AgentContext
+from leka.core.types import edit_digest
+from leka.ir import sched
 
 EX = Path(__file__).resolve().parents[1] / "benchmark" / "examples"
 

@@ -13,7 +13,7 @@ import pytest
 from benchmark.evaluator import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
-from leka.config import EvaluatorConfig
+from leka.core.config import EvaluatorConfig
 
 DATA = Path(__file__).parent / "data"
 ADV = DATA / "adversarial"
@@ -169,8 +169,8 @@ def test_candidate_that_caches_its_output_is_rejected(task, ev, tmp_path, cache,
     """An L2 C++ kernel that computes once and replays that result afterwards: the poison run on
     other inputs and the three seeds must expose it; the same kernel without the cache passes."""
     from leka import tvm_adapter as A
-    from leka.edits import apply_edit
-    from leka.types import Edit
+    from leka.core.types import Edit
+    from leka.ir.edits import apply_edit
 
     root = ir.import_root(task)
     cand = ir.root_candidate(task, root=root)

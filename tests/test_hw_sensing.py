@@ -12,8 +12,8 @@ from agents.hw_sensing import MODES, HardwareSensingAgent, parse_layers
 from benchmark.task import load_task_file
 from leka import ir
 from leka import tvm_adapter as A
+from leka.core.protocols import Agent, AgentContext
 from leka.ir import L1Entry
-from leka.protocols import Agent, AgentContext
 from profilers.profile import profile_candidate
 from profilers.report import ProfileReport
 

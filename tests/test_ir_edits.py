@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from benchmark.task import resolve
-from leka import edits, ir, views
-from leka import l2 as L2
+from leka import ir
 from leka import tvm_adapter as A
-from leka.types import Edit
+from leka.core.types import Edit
+from leka.ir import edits, views
+from leka.ir import l2 as L2
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))

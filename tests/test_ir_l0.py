@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from benchmark.task import resolve
-from leka import edits, ir
+from leka import ir
 from leka import tvm_adapter as A
-from leka.types import Edit
+from leka.core.types import Edit
+from leka.ir import edits
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIP_BEFORE = """

@@ -8,8 +8,9 @@ import numpy as np
 import torch
 
 from benchmark.task import resolve
-from leka import ir, remote
+from leka import ir
 from leka import tvm_adapter as A
+from leka.ir import remote
 
 
 def test_rpc_llvm_server_runs_exported_candidate(tmp_path):

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from agents.llm_agent import LLMAgent, LLMRouter
-from leka.config import LLMConfig
+from leka.core.config import LLMConfig
+from leka.core.protocols import Agent, AgentContext
+from leka.core.types import BudgetExhausted, Edit
 from leka.llm import Ledger, make_provider
 from leka.llm.scripted import Scripted
-from leka.protocols import Agent, AgentContext
-from leka.types import BudgetExhausted, Edit
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_llm_server import FakeLLMServer  # noqa: E402

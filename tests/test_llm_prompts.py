@@ -75,7 +75,8 @@ def test_system_and_repair():
 
 def test_prompt_tables_match_the_ir_layer():
     # imports TVM: the prompt's DSL and pass list must not drift from what can actually be applied
-    from leka import sched, tvm_adapter
+    from leka import tvm_adapter
+    from leka.ir import sched
 
     assert set(L0_PASSES) == set(tvm_adapter.L0_PASS_FNS)  # and the passes the IR layer applies
     dsl = trace_dsl()

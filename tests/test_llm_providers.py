@@ -16,11 +16,11 @@ from pathlib import Path
 import openai
 import pytest
 
-from leka.config import LLMConfig
+from leka.core.config import LLMConfig
+from leka.core.types import BudgetExhausted, UserError
 from leka.llm import Ledger, Message, ProviderError, make_provider
 from leka.llm.base import cost_usd, request_digest
 from leka.llm.scripted import Replay
-from leka.types import BudgetExhausted, UserError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_llm_server import FakeLLMServer  # noqa: E402
@@ -280,7 +280,7 @@ def test_scripted_from_file(tmp_path):
 def test_key_never_written(server, tmp_path, monkeypatch, caplog):
     """With OPENAI_API_KEY=sk-test-canary: transcripts, ledgers, reprs, errors and logs stay clean."""
     from agents.llm_agent import LLMAgent
-    from leka.protocols import AgentContext
+    from leka.core.protocols import AgentContext
 
     caplog.set_level(logging.DEBUG)  # every logger, the SDKs' and httpx's included
     server.push(
@@ -336,7 +336,7 @@ def test_standalone_server(tmp_path):
 def test_ledger_from_config_threads_and_tags():
     import threading
 
-    from leka.config import RunConfig
+    from leka.core.config import RunConfig
     from leka.llm.scripted import Scripted
 
     led = Ledger.from_config(RunConfig(max_llm_calls=40))

@@ -112,8 +112,8 @@ def chain(tmp_path_factory):
     from agents.rules import make_rule_agents
     from benchmark.task import load_task_file
     from leka import ir
-    from leka.edits import apply_edit
-    from leka.protocols import AgentContext
+    from leka.core.protocols import AgentContext
+    from leka.ir.edits import apply_edit
 
     work = tmp_path_factory.mktemp("chain")
     task = load_task_file(MBV2)
@@ -221,7 +221,7 @@ def test_api_key_never_lands_in_the_run_folder(chain, cache, tmp_path):
 
 
 def test_oneshot_whole_candidate_in_one_call(chain, cache, tmp_path):
-    from leka.types import Edit
+    from leka.core.types import Edit
 
     relax = Edit(level="L0", kind="relax_text", payload={"text": chain["c1"].relax_text},
                  rationale="ReLU6 as max/min")

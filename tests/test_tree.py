@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from candidate_tree import Node, NodeStatus, Tree
 from candidate_tree.cli import app as tree_app
 from candidate_tree.export import layout, page_data
-from leka.types import Edit, EvalResult, UserError
+from leka.core.types import Edit, EvalResult, UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 

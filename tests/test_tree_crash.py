@@ -29,7 +29,7 @@ def writer(run_dir: str, seed: int) -> None:
     """Write nodes (and updates that add artifacts) as fast as possible until killed."""
     sys.path.insert(0, str(ROOT))
     from candidate_tree import Tree
-    from leka.types import Edit, EvalResult
+    from leka.core.types import Edit, EvalResult
 
     rng = random.Random(seed)
     t = Tree(run_dir, defer=2)

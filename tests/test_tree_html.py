@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 import pytest
 
 from candidate_tree import Tree
-from leka.types import Edit, EvalResult
+from leka.core.types import Edit, EvalResult
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")

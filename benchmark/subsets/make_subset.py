@@ -24,13 +24,13 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmark.task import BACKEND_DOMAIN  # noqa: E402
+from leka.backends import get_backend  # noqa: E402
 
 SUBSET_DIR = Path(__file__).parent
 DEFAULT_OUT = SUBSET_DIR / "subset69.json"
 CHECK_RESULTS = ROOT / "experiments" / "out" / "check_tasks.json"
 STRATA = {1: 10, 2: 9, 3: 4}
-BACKEND_ORDER = ("llvm", "cuda", "opencl")
+BACKEND_ORDER = ("llvm", "cuda", "opencl")  # subset69: 23 tasks for each of the built-in backends
 
 
 def failing_from_check(path: Path = CHECK_RESULTS) -> list[str]:
@@ -52,7 +52,7 @@ def build_subset(tasks: Mapping[str, tuple[int, Iterable[str]]], seed: int = 0,
     for level, n in STRATA.items():
         pools = {}
         for b in BACKEND_ORDER:
-            pool = sorted(i for i, (lv, doms) in tasks.items() if lv == level and BACKEND_DOMAIN[b] in doms)
+            pool = sorted(i for i, (lv, doms) in tasks.items() if lv == level and get_backend(b).domain in doms)
             if b == "llvm":
                 pool = [i for i in pool if i not in excluded]
             pools[b] = pool
@@ -77,7 +77,7 @@ def build_subset(tasks: Mapping[str, tuple[int, Iterable[str]]], seed: int = 0,
         "strata": {b: {str(lv): sum(1 for i in chosen[b] if tasks[i][0] == lv) for lv in STRATA}
                    for b in BACKEND_ORDER},
         "llvm_excluded": excluded,
-        "pools": {b: BACKEND_DOMAIN[b] for b in BACKEND_ORDER},
+        "pools": {b: get_backend(b).domain for b in BACKEND_ORDER},
     }
 
 

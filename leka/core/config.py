@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from leka.types import UserError
+from leka.backends import get_backend
+from leka.core.types import UserError
 
 
 class _Section(BaseModel):
@@ -66,11 +67,17 @@ class LLMConfig(_Section):
 
 
 class LekaConfig(_Section):
-    backend: Literal["llvm", "cuda", "opencl"] = "llvm"
+    backend: str = "llvm"  # a name of the backend table (leka.backends)
     evaluator: EvaluatorConfig = Field(default_factory=EvaluatorConfig)
     baseline: BaselineConfig = Field(default_factory=BaselineConfig)
     run: RunConfig = Field(default_factory=RunConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        get_backend(v)  # raises with the list of known names
+        return v
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from leka.types import Edit, EvalResult
+from leka.core.types import Edit, EvalResult
 
 if TYPE_CHECKING:
     from leka.ir import Candidate

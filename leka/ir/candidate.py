@@ -16,14 +16,16 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from benchmark.task import Task, resolve
-from leka import sched
 from leka import tvm_adapter as A
+from leka.backends import get_backend, l2_languages
+from leka.core.task import Task
+from leka.core.task import load_task_file as resolve
+from leka.ir import sched
 
 
 class L1Entry(BaseModel):
@@ -38,9 +40,16 @@ class L2Entry(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     kernel: str
-    language: Literal["cpp", "llvm", "cuda", "opencl"]
+    language: str  # an L2 language of some backend (leka.backends)
     text: str
     entry: str | None = None  # exported symbol, where the language needs one
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, v: str) -> str:
+        if v not in l2_languages():
+            raise ValueError(f"unknown L2 language {v!r}; use one of {list(l2_languages())}")
+        return v
 
 
 class Candidate(BaseModel):
@@ -167,7 +176,7 @@ def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | N
     backend = target.kind.name
     mod, objects, post, applied_l2 = _apply_l2(mod, layers, c, backend, l2_dir)
     if post:
-        from leka import l2 as L2
+        from leka.ir import l2 as L2
 
         with A.source_postproc(backend, post):
             ex = A.build(mod, target)
@@ -244,7 +253,7 @@ def lower_layers(c: Candidate, target, root_params: dict[str, np.ndarray] | None
     base = _zero_lowered(c, target, root_params)
     l1_keys = {name: A.structural_hash(f) for name, f in A.prim_funcs(base).items()}
     mod, applied = base, []
-    gpu = target.kind.name in ("cuda", "opencl")
+    gpu = A.is_gpu(target)
     for name, key in l1_keys.items():
         entry = c.l1.get(key)
         if entry is None:
@@ -271,7 +280,7 @@ def lowered_module(c: Candidate, target, root_params: dict[str, np.ndarray] | No
 def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir):
     """CPU: PrimFunc body -> call_extern(ENTRY), the C++ compiled and loaded. GPU: a postproc that
     splices the kernel texts into the generated source."""
-    from leka import l2 as L2
+    from leka.ir import l2 as L2
 
     objects: list[str] = []
     applied: list[str] = []
@@ -280,8 +289,8 @@ def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir):
         entry = c.l2.get(key)
         if entry is None:
             continue
-        if entry.language in ("cpp", "c", "llvm"):
-            if backend != "llvm":
+        if entry.language in get_backend(c.backend).l2_linked:
+            if backend != c.backend:
                 raise L2.L2Error(f"L2 entry for {name} is {entry.language} but the target is {backend}")
             comp = compile_l2_source(entry.language, entry.text, l2_dir)
             symbol = entry.entry or name
@@ -313,7 +322,7 @@ def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir):
 
 
 def compile_l2_source(language: str, text: str, l2_dir=None):
-    from leka import l2 as L2
+    from leka.ir import l2 as L2
 
     if language == "llvm":
         return L2.compile_llvm_ir(text, l2_dir, A.llvm_ir_to_object)

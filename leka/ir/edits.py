@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from leka import ir, sched
-from leka import l2 as L2
+from leka import ir
 from leka import tvm_adapter as A
-from leka.ir import Candidate, L1Entry, L2Entry
-from leka.types import BudgetExhausted, Edit, edit_digest
+from leka.backends import get_backend
+from leka.core.types import BudgetExhausted, Edit, edit_digest
+from leka.ir import Candidate, L1Entry, L2Entry, sched
+from leka.ir import l2 as L2
 
 L0_PASSES: dict[str, Callable] = dict(A.L0_PASS_FNS)
 
@@ -309,7 +310,7 @@ def _l1_tir(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome
 def _l2_source(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome:
     p = edit.payload
     lang, text, entry = p.get("language"), p.get("text"), p.get("entry")
-    allowed = L2.LANGUAGES_FOR.get(c.backend, ()) + (("c",) if c.backend == "llvm" else ())
+    allowed = tuple(get_backend(c.backend).l2_languages)
     if lang not in allowed:
         raise EditError(f"language {lang!r} does not fit backend {c.backend}; use one of {list(allowed)}")
     if not isinstance(text, str) or not text.strip():
@@ -318,7 +319,7 @@ def _l2_source(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutc
     layers = ir.lower_layers(c, target, root_params)
     func = _func_of(layers, edit.target, "scheduled")
     key = layers.l2_keys[edit.target]
-    if lang in ("cpp", "c", "llvm"):
+    if lang in get_backend(c.backend).l2_linked:
         if not entry:
             raise EditError("a C/C++/LLVM source needs payload 'entry': the exported symbol, e.g. "
                             + L2.cpp_prototype("my_kernel", A.buffer_signature(func)))

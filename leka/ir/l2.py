@@ -33,7 +33,6 @@ DEFAULT_DIR = Path(".leka-cache") / "l2"
 C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t",
            "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
            "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t", "bool": "bool"}
-LANGUAGES_FOR = {"llvm": ("cpp", "llvm"), "cuda": ("cuda",), "opencl": ("opencl",)}
 
 
 class L2Error(ValueError):

@@ -10,9 +10,9 @@ import re
 from typing import Any
 
 from leka import ir
-from leka import l2 as L2
 from leka import tvm_adapter as A
 from leka.ir import Candidate
+from leka.ir import l2 as L2
 
 
 def elide(text: str, max_chars: int) -> str:

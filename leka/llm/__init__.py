@@ -8,8 +8,8 @@ from leka.llm.base import (
     Provider,
     ProviderError,
     Usage,
-    make_provider,
     redact,
 )
+from leka.llm.factory import make_provider
 
 __all__ = ["Completion", "Ledger", "Message", "Provider", "ProviderError", "Usage", "make_provider", "redact"]

@@ -13,15 +13,14 @@ import json
 import os
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from leka.types import BudgetExhausted, LekaError, UserError
+from leka.core.types import BudgetExhausted, LekaError, UserError
 
 if TYPE_CHECKING:
-    from leka.config import LLMConfig, RunConfig
+    from leka.core.config import RunConfig
 
 KEY_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LEKA_COMPAT_API_KEY")
 
@@ -277,40 +276,3 @@ def call_timeout(timeout_s: float, deadline: float | None) -> float:
     if left <= 0:
         raise BudgetExhausted("wall_clock", now, deadline)
     return min(timeout_s, left)
-
-
-# -- factory --------------------------------------------------------------------------------------
-
-def make_provider(spec: str, cfg: LLMConfig, ledger: Ledger | None = None, *,
-                  record_to: str | Path | None = None, backoff_s: float = 1.0) -> Provider:
-    """Build a provider from `spec`:
-
-    openai:MODEL | anthropic:MODEL | compat:URL|MODEL | scripted:PATH.json | replay:PATH.jsonl
-
-    `record_to` wraps it in a transcript recorder (JSONL, replayable with `replay:`); `backoff_s` is
-    the base of the exponential retry backoff (tests shrink it).
-    """
-    from leka.llm.providers import AnthropicProvider, OpenAIProvider
-    from leka.llm.scripted import Recorder, Replay, Scripted
-
-    kind, sep, rest = spec.partition(":")
-    if not sep or not rest:
-        raise UserError(f"llm model {spec!r}: expected openai:MODEL, anthropic:MODEL, compat:URL|MODEL, "
-                        "scripted:PATH.json or replay:PATH.jsonl")
-    p: Provider
-    if kind == "openai":
-        p = OpenAIProvider(rest, cfg, ledger, backoff_s=backoff_s)
-    elif kind == "anthropic":
-        p = AnthropicProvider(rest, cfg, ledger, backoff_s=backoff_s)
-    elif kind == "compat":
-        url, bar, model = rest.rpartition("|")
-        if not bar or not url or not model:
-            raise UserError(f"llm model {spec!r}: compat needs compat:URL|MODEL, e.g. compat:http://127.0.0.1:8000/v1|qwen")
-        p = OpenAIProvider(model, cfg, ledger, base_url=url, compat=True, backoff_s=backoff_s)
-    elif kind == "scripted":
-        p = Scripted.from_file(rest, ledger=ledger)
-    elif kind == "replay":
-        p = Replay(rest, ledger=ledger)
-    else:
-        raise UserError(f"llm model {spec!r}: unknown provider {kind!r} (openai, anthropic, compat, scripted, replay)")
-    return Recorder(p, record_to) if record_to is not None else p

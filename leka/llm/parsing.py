@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from leka.core.types import Edit
 from leka.llm.base import Completion
 from leka.llm.prompting import EDIT_KINDS, L0_PASSES, L2_LANGUAGES, levels_of
-from leka.types import Edit
 
 
 class ParseError(ValueError):

@@ -15,6 +15,8 @@ from typing import Any
 
 import jinja2
 
+from leka.backends import l2_languages
+
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 
 TEMPLATES = {"L0": "l0_relax.j2", "L1": "l1_tir.j2", "L2": "l2_source.j2", "oneshot": "oneshot.j2",
@@ -28,7 +30,7 @@ def _l0_pass_names() -> tuple[str, ...]:
     """The pass names the IR layer implements (keys of tvm_adapter.L0_PASS_FNS), read with `ast` so
     the prompt lists exactly what can be applied, without importing TVM to render a prompt."""
     try:
-        tree = ast.parse((Path(__file__).resolve().parents[1] / "tvm_adapter.py").read_text())
+        tree = ast.parse((Path(__file__).resolve().parents[1] / "tvm_adapter" / "__init__.py").read_text())
     except (OSError, SyntaxError):
         return _BASE_L0_PASSES
     for node in tree.body:
@@ -41,7 +43,7 @@ def _l0_pass_names() -> tuple[str, ...]:
 
 
 L0_PASSES = _l0_pass_names()
-L2_LANGUAGES = ("cpp", "llvm", "cuda", "opencl")
+L2_LANGUAGES = l2_languages()
 
 # level -> kind -> (target meaning or None, payload fields, one-line description)
 EDIT_KINDS: dict[str, dict[str, tuple[str | None, dict[str, str], str]]] = {

@@ -21,6 +21,7 @@ import anthropic
 import openai
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from leka.core.types import BudgetExhausted
 from leka.llm.base import (
     CallRecord,
     Completion,
@@ -35,10 +36,9 @@ from leka.llm.base import (
     redact,
     request_digest,
 )
-from leka.types import BudgetExhausted
 
 if TYPE_CHECKING:
-    from leka.config import LLMConfig
+    from leka.core.config import LLMConfig
 
 log = logging.getLogger("leka.llm")
 

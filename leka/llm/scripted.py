@@ -18,6 +18,7 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 
+from leka.core.types import UserError
 from leka.llm.base import (
     CallRecord,
     Completion,
@@ -30,7 +31,6 @@ from leka.llm.base import (
     redact,
     request_digest,
 )
-from leka.types import UserError
 
 log = logging.getLogger("leka.llm")
 

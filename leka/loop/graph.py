@@ -26,9 +26,10 @@ from benchmark.evaluator import Evaluator
 from benchmark.task import Task
 from candidate_tree import Tree
 from leka import ir
-from leka.config import LekaConfig
-from leka.protocols import AgentContext
-from leka.types import LEVELS, BudgetExhausted, Edit, EvalResult, edit_digest
+from leka.backends import l2_extension
+from leka.core.config import LekaConfig
+from leka.core.protocols import AgentContext
+from leka.core.types import LEVELS, BudgetExhausted, Edit, EvalResult, edit_digest
 
 
 class RunState(TypedDict, total=False):
@@ -326,7 +327,7 @@ def _artifacts(c: ir.Candidate) -> dict[str, str]:
     for key, e in c.l1.items():
         arts[f"l1_{e.func}_{key[:8]}.json"] = json.dumps(e.model_dump(), indent=1)
     for key, e in c.l2.items():
-        ext = {"cpp": "cc", "llvm": "ll", "cuda": "cu", "opencl": "cl"}[e.language]
+        ext = l2_extension(e.language)
         arts[f"l2_{e.kernel}_{key[:8]}.{ext}"] = e.text
     return arts
 
@@ -336,7 +337,7 @@ def _apply(ctx: RunContext, cand: ir.Candidate, edit: Edit):
     back as a failed node with error_kind "compile"), and at Level 3 a second build in this process
     costs as much as the rest of the evaluation. An LLM edit was build-checked by its agent already
     (leka.run `check`); apply_edit's memo hands that outcome back here."""
-    from leka.edits import apply_edit
+    from leka.ir.edits import apply_edit
 
     return apply_edit(cand, edit, workdir=ctx.workdir, root_params=ctx.root.params, build_check=False)
 

@@ -23,7 +23,11 @@ import tvm_ffi
 from tvm import relax, s_tir
 from tvm.relax.frontend.torch import from_exported_program
 
-BACKENDS = ("llvm", "cuda", "opencl")
+from leka.backends import get_backend
+
+
+def tvm_version() -> str:
+    return str(tvm.__version__)
 
 
 class ImportFailure(Exception):
@@ -36,21 +40,23 @@ class ImportFailure(Exception):
 
 # ----------------------------------------------------------------------------- targets
 def cpu_target(num_cores: int | None = None) -> tvm.target.Target:
-    # A bare {"kind": "llvm"} emits SSE-only code and "mcpu": "native" is rejected in 0.27.
-    cores = num_cores or len(os.sched_getaffinity(0))
-    return tvm.target.Target(
-        {"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu(), "num-cores": cores}
-    )
+    return make_target("llvm", num_cores=num_cores)
 
 
 def make_target(backend: str, **opts: Any) -> tvm.target.Target:
-    if backend == "llvm":
-        return cpu_target(opts.get("num_cores"))
-    if backend == "cuda":
-        return tvm.target.Target({"kind": "cuda", "arch": opts.get("arch", "sm_90")})
-    if backend == "opencl":
-        return tvm.target.Target({"kind": "opencl"})
-    raise ValueError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    """The TVM target of a backend of the table (`leka.backends`); `opts` go to its `target_spec`."""
+    spec = get_backend(backend)
+    opts = {k: v for k, v in opts.items() if v is not None}
+    opts.setdefault("num_cores", len(os.sched_getaffinity(0)))
+    return tvm.target.Target(spec.target_spec(system_cpu=tvm.target.codegen.llvm_get_system_cpu(), **opts))
+
+
+def is_gpu(target: tvm.target.Target) -> bool:
+    """DLight default schedules apply and L1 traces must bind threads."""
+    try:
+        return get_backend(target.kind.name).gpu
+    except ValueError:
+        return False
 
 
 def target_json(target: tvm.target.Target) -> dict[str, Any]:
@@ -73,7 +79,7 @@ def vector_lanes_fp32(target: tvm.target.Target) -> int:
 
 
 def device_for(backend: str, index: int = 0):
-    return {"llvm": tvm.cpu, "cuda": tvm.cuda, "opencl": tvm.opencl}[backend](index)
+    return getattr(tvm, get_backend(backend).device)(index)
 
 
 # ----------------------------------------------------------------------------- import
@@ -200,7 +206,7 @@ def lower(mod: tvm.IRModule, target: tvm.target.Target, gpu_schedule: bool = Tru
     the unscheduled PrimFunc) and marked scheduled; `gpu_default_schedule` then does the rest."""
     with _PARSE_LOCK, target:
         out = relax.get_pipeline("zero")(mod)
-        if gpu_schedule and target.kind.name in ("cuda", "opencl"):
+        if gpu_schedule and is_gpu(target):
             out = gpu_default_schedule(out)
     return out
 
@@ -374,8 +380,7 @@ def find_module(ex, kind: str):
 
 def inspect_source(ex, backend: str, fmt: str = "") -> str:
     """LLVM IR (`fmt="ll"`) or assembly (`"asm"`) on CPU; CUDA C / OpenCL C on GPUs."""
-    kind = {"llvm": "llvm", "cuda": "cuda", "opencl": "opencl"}[backend]
-    m = find_module(ex, kind)
+    m = find_module(ex, get_backend(backend).name)
     if m is None:
         return ""
     if backend == "llvm":
@@ -627,7 +632,9 @@ def build_prim_func(func: tvm.tirx.PrimFunc, target: tvm.target.Target, name: st
 
 def runtime_source(rt_mod, fmt: str = "") -> str:
     """Source of a compiled runtime module or of the device module it imports (CUDA C, OpenCL C)."""
-    for kind in ("cuda", "opencl"):
+    from leka.backends import all_backends
+
+    for kind in (b.name for b in all_backends() if b.gpu):
         m = find_module(rt_mod, kind)
         if m is not None:
             return m.inspect_source(fmt)
@@ -715,7 +722,7 @@ def rpc_tracker_summary(host: str, port: int) -> dict:
 
 
 def remote_device(remote, backend: str, index: int = 0):
-    return {"llvm": remote.cpu, "cuda": remote.cuda, "opencl": remote.cl}[backend](index)
+    return getattr(remote, get_backend(backend).remote_device)(index)
 
 
 def remote_vm(remote, lib_name: str, backend: str):
