@@ -41,7 +41,7 @@ def expansions(rows: list[tuple]) -> dict[str, list[tuple]]:
     """(parent candidate hash, level) -> sorted (kind, edit digest, child hash) of those children."""
     by_id = {r[0]: r for r in rows}
     out: dict[tuple, list[tuple]] = {}
-    for nid, parent, level, kind, digest, chash, _ in rows:
+    for _nid, parent, level, kind, digest, chash, _ in rows:
         if parent is not None:
             out.setdefault((by_id[parent][5], level), []).append((kind, digest, chash))
     return {k: sorted(v) for k, v in out.items()}
@@ -54,7 +54,7 @@ def compare(a: Path, b: Path) -> tuple[bool, bool, str]:
     common = sorted(set(ea) & set(eb))
     differ = [h for h in common if ea[h] != eb[h]]
     prefix = 0
-    for x, y in zip(ra, rb):
+    for x, y in zip(ra, rb, strict=False):
         if x != y:
             break
         prefix += 1

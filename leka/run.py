@@ -8,7 +8,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from rich.console import Console
@@ -17,6 +17,9 @@ from rich.table import Table
 
 from leka.core.config import LekaConfig, dump_config, load_config
 from leka.core.types import LEVELS, UserError
+
+if TYPE_CHECKING:  # the loop is imported when a run starts, not for `leka --help`
+    from leka.loop.context import Focus
 
 console = Console()
 
@@ -61,9 +64,10 @@ def new_run_dir(out: Path, task_id: str, seed: int) -> Path:
 
 
 # --------------------------------------------------------------------------------------- agents
-def make_agents(cfg: LekaConfig, ctx_holder: dict[str, Any], root, task, run_dir: Path):
-    """(agents by level, router, ledger) for the configured policy."""
-    from leka.loop.graph import make_router
+def make_agents(cfg: LekaConfig, focus: Focus, root, task, run_dir: Path):
+    """(agents by level, router, ledger) for the configured policy. The LLM agents' callbacks read
+    `focus`, which the loop keeps on the candidate being expanded and the budget's deadline."""
+    from leka.loop.routers import make_router
 
     if cfg.run.policy == "rules":
         from agents.rules import make_rule_agents
@@ -77,17 +81,16 @@ def make_agents(cfg: LekaConfig, ctx_holder: dict[str, Any], root, task, run_dir
         raise UserError("--policy llm needs --model openai:MODEL | anthropic:MODEL | compat:URL|MODEL")
     ledger = Ledger.from_config(cfg.run)
     provider = make_provider(cfg.llm.model, cfg.llm, ledger, record_to=run_dir / "llm_transcript.jsonl")
-    views = llm_views(cfg, ctx_holder, root, task)
+    views = llm_views(root, task)
 
     def check(edit) -> str | None:
         from leka.ir.edits import apply_edit
 
-        cand = ctx_holder["candidate"]
-        out = apply_edit(cand, edit, workdir=run_dir / "work", root_params=root.params)
+        out = apply_edit(focus.candidate, edit, workdir=run_dir / "work", root_params=root.params)
         return out.error
 
     def deadline():
-        return ctx_holder.get("deadline")
+        return focus.deadline
 
     agents = {lv: LLMAgent(lv, provider, views=views, check=check, max_repairs=cfg.llm.max_repairs,
                            deadline=deadline, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature)
@@ -95,11 +98,10 @@ def make_agents(cfg: LekaConfig, ctx_holder: dict[str, Any], root, task, run_dir
     return agents, make_router(cfg, provider, views, deadline), ledger
 
 
-def llm_views(cfg: LekaConfig, holder: dict[str, Any], root, task):
+def llm_views(root, task):
     from leka.ir import views as V
 
     def views(cand, actx) -> dict[str, str]:
-        holder["candidate"] = cand
         out = {"relax": V.relax_view(cand), "task_contract": task.path.read_text()[:6000]}
         try:
             rows = V.kernel_table(cand, root_params=root.params)
@@ -177,7 +179,7 @@ class LiveView:
 # --------------------------------------------------------------------------------------- results
 def write_results(run_dir: Path, cfg: LekaConfig, task, tree, final: dict[str, Any], evaluator, ledger,
                   export: bool = True) -> dict[str, Any]:
-    from leka.loop.graph import edit_summary
+    from leka.loop.context import edit_summary
 
     nodes = tree.nodes()
     by_level = {lv: sum(1 for n in nodes if n.level == lv) for lv in LEVELS}
@@ -305,7 +307,8 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
     from benchmark.task import resolve
     from candidate_tree import Tree
     from leka.backends import require_runnable
-    from leka.loop.graph import RunContext, run_graph
+    from leka.loop.context import Focus, RunContext
+    from leka.loop.graph import run_graph
 
     if resume:
         run_dir = Path(resume)
@@ -344,19 +347,12 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
                                                       "started": time.time()}))
     root = load_root(task, cfg.baseline.cache_dir)
     evaluator = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline)
-    holder: dict[str, Any] = {}
-    agents, router, ledger = make_agents(cfg, holder, root, task, run_dir)
+    focus = Focus()
+    agents, router, ledger = make_agents(cfg, focus, root, task, run_dir)
     tree = Tree(run_dir, defer=cfg.run.defer_followups)
     view = LiveView(cfg, task.id, quiet=quiet)
     ctx = RunContext(cfg=cfg, task=task, run_dir=run_dir, tree=tree, evaluator=evaluator, agents=agents,
-                     router=router, root=root, ledger=ledger, on_event=view.event)
-
-    def on_event(kind: str, info: dict[str, Any]) -> None:
-        if kind == "sense":
-            holder["deadline"] = time.monotonic() + max(0.0, cfg.run.budget_s - info["budget_used_s"])
-        view.event(kind, info)
-
-    ctx.on_event = on_event
+                     router=router, root=root, ledger=ledger, on_event=view.event, focus=focus)
     if not quiet:
         console.print(f"[bold]LEKA[/] {'resuming' if resume else 'run'} {task.id} -> {run_dir}")
     use_live = console.is_terminal if live is None else live

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from leka.core.types import Edit, EvalResult
 
 if TYPE_CHECKING:
+    from leka.core.task import Task
     from leka.ir import Candidate
 
 
@@ -40,5 +41,20 @@ class Agent(Protocol):
 
 
 @runtime_checkable
+class Router(Protocol):
+    """Picks the level for the next expansion of a node, with a reason a human can read."""
+
+    def route(self, candidate: Candidate, profile: dict[str, Any] | None,
+              context: AgentContext) -> tuple[str, str]: ...
+
+    def state(self) -> dict[str, Any]: ...  # checkpointed with the run; {} when stateless
+
+    def load_state(self, state: dict[str, Any]) -> None: ...
+
+
+@runtime_checkable
 class Evaluator(Protocol):
-    def evaluate(self, candidate: Candidate, *, time_it: bool = True) -> EvalResult: ...
+    """What the loop needs of the evaluator (benchmark.evaluator.Evaluator): a result and a profile."""
+
+    def evaluate_full(self, task: Task, candidate: Candidate | None = None, *,
+                      profile: bool = False) -> tuple[EvalResult, dict[str, Any] | None]: ...

@@ -1,0 +1,147 @@
+"""`RunContext`: the live objects of a run, handed to every node as LangGraph's run context (not
+checkpointed: rebuilt from the run folder on resume)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from candidate_tree import Tree
+from leka import ir
+from leka import tvm_adapter as A
+from leka.core.config import LekaConfig
+from leka.core.protocols import Agent, AgentContext, Evaluator, Router
+from leka.core.task import Task
+from leka.core.types import LEVELS, Edit, edit_digest
+from leka.loop.state import RunState
+
+
+@dataclass
+class Focus:
+    """What the loop works on now, read by the LLM agents' callbacks: their `check` applies an edit to
+    the candidate being expanded, their calls stop at the budget's deadline (time.monotonic())."""
+
+    candidate: ir.Candidate | None = None
+    deadline: float | None = None
+
+
+@dataclass
+class RunContext:
+    cfg: LekaConfig
+    task: Task
+    run_dir: Path
+    tree: Tree
+    evaluator: Evaluator
+    agents: dict[str, Agent]
+    router: Router
+    root: ir.Root
+    ledger: Any = None
+    on_event: Callable[[str, dict[str, Any]], None] = lambda kind, info: None
+    focus: Focus = field(default_factory=Focus)
+    t_mark: float = field(default_factory=time.monotonic)
+
+    @property
+    def workdir(self) -> Path:
+        return self.run_dir / "work"
+
+    @property
+    def layers(self) -> list[str]:
+        return [lv for lv in LEVELS if lv in self.cfg.run.layers]
+
+    # ---- budget -------------------------------------------------------------------------------
+    def tick(self, state: RunState) -> float:
+        """Wall clock used so far, across resumes (time before the last checkpoint of a killed run
+        is counted; the gap until the resume is not)."""
+        now = time.monotonic()
+        used = state.get("budget_used_s", 0.0) + (now - self.t_mark)
+        self.t_mark = now
+        return used
+
+    def over_budget(self, used_s: float, evals: int) -> str | None:
+        run = self.cfg.run
+        if used_s >= run.budget_s:
+            return f"wall-clock budget of {run.budget_s:g} s used"
+        if run.max_evals is not None and evals >= run.max_evals:
+            return f"evaluation budget of {run.max_evals} used"
+        if self.ledger is not None:
+            if run.max_llm_calls is not None and self.ledger.calls >= run.max_llm_calls:
+                return f"LLM call budget of {run.max_llm_calls} used"
+            if run.max_tokens is not None:
+                u = self.ledger.usage
+                if u.input_tokens + u.output_tokens >= run.max_tokens:
+                    return f"LLM token budget of {run.max_tokens} used"
+        return None
+
+    def deadline(self, state: RunState) -> float:
+        """Absolute monotonic time at which the wall-clock budget ends (for LLM calls)."""
+        return self.t_mark + (self.cfg.run.budget_s - state.get("budget_used_s", 0.0))
+
+    # ---- candidates -----------------------------------------------------------------------------
+    def candidate(self, nid: int) -> ir.Candidate:
+        data = self.tree.artifact(nid, "candidate.json")
+        if data is None:
+            raise KeyError(f"node {nid} has no candidate.json")
+        return ir.Candidate.model_validate_json(data)
+
+    def level_counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(LEVELS, 0)
+        for n in self.tree.nodes():
+            if n.level in counts:
+                counts[n.level] += 1
+        return counts
+
+    def context_for(self, nid: int, level: str, reason: str, state: RunState) -> AgentContext:
+        node = self.tree.get(nid)
+        tried = {edit_digest(n.edit) for n in self.tree.children(nid) if n.edit is not None}
+        tried |= {edit_digest(n.edit) for n in self.tree.lineage(nid) if n.edit is not None}
+        target = A.make_target(self.cfg.backend)
+        return AgentContext(
+            task_id=self.task.id, backend=self.cfg.backend, level=level, route_reason=reason,
+            profile=node.profile, profile_text=profile_text(node.profile),
+            lineage_text=lineage_text(self.tree, nid), tried=tried, seed=self.cfg.run.seed + state.get("iteration", 0),
+            variants=self.cfg.run.variants_per_call, vector_lanes=A.vector_lanes_fp32(target),
+            num_cores=int(A.target_json(target).get("num-cores", 2) or 2),
+            extra={"exclude_levels": state.get("exhausted", {}).get(str(nid), []),
+                   "level_counts": self.level_counts(), "evals": state.get("evals", 0)},
+        )
+
+
+def profile_text(profile: dict | None) -> str:
+    if not profile or "kernels" not in profile:
+        return ""
+    try:
+        from profilers.report import ProfileReport
+
+        return ProfileReport.model_validate(profile).text()
+    except Exception:  # noqa: BLE001 - an old or partial profile: say nothing rather than fail
+        return ""
+
+
+def lineage_text(tree: Tree, nid: int, max_lines: int = 12) -> str:
+    lines = []
+    for n in tree.lineage(nid)[-max_lines:]:
+        sp = f"{n.result.speedup:.2f}x" if n.result and n.result.speedup else "-"
+        what = f"{n.level} {n.edit.kind} {n.edit.target or n.edit.payload.get('name', '')}" if n.edit else "root"
+        lines.append(f"#{n.id} {what}: {n.status} {sp}")
+    fails = [c for c in tree.children(nid) if c.status == "failed"][-3:]
+    for c in fails:
+        err = (c.result.error or "")[:160] if c.result else ""
+        lines.append(f"  tried #{c.id} {c.level} {c.edit.kind if c.edit else ''}: failed: {err}")
+    return "\n".join(lines)
+
+
+def edit_summary(edit: Edit | None) -> str:
+    if edit is None:
+        return "root (default lowering)"
+    p = edit.payload
+    if edit.kind == "pass":
+        return f"pass {p.get('name')}"
+    if edit.kind == "trace":
+        prims = [s.get("prim") for s in p.get("trace", [])]
+        return f"trace on {edit.target}: {len(prims)} steps ({', '.join(dict.fromkeys(prims))})"
+    if edit.kind == "source":
+        return f"{p.get('language')} source for {edit.target} ({len(p.get('text', ''))} chars)"
+    return f"{edit.kind} on {edit.target or 'module'}"

@@ -1,0 +1,187 @@
+"""The nodes of the loop: plain functions of (state, runtime) -> state update. `runtime.context` is
+the run's `RunContext`. Every node is idempotent against the tree: a proposed node that was not
+evaluated yet is evaluated on resume; an evaluated one is not redone."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from leka import ir
+from leka.backends import l2_extension
+from leka.core.types import BudgetExhausted, Edit, EvalResult, edit_digest
+from leka.ir.edits import EditOutcome, apply_edit
+from leka.loop.context import RunContext
+from leka.loop.select import choose_next
+from leka.loop.state import RunState, fresh_state
+
+Node = Callable[[RunState, Runtime[RunContext]], RunState]
+
+
+def init(state: RunState, runtime: Runtime[RunContext]) -> RunState:
+    """Evaluate the root (once: a resumed run or a second start on the same folder finds it)."""
+    ctx = runtime.context
+    if ctx.tree.count():
+        roots = ctx.tree.roots()
+        return {"current": roots[0].id, **({} if state.get("current") else fresh_state())}
+    cand = ir.root_candidate(ctx.task, ctx.cfg.backend, ctx.root)
+    res, prof = ctx.evaluator.evaluate_full(ctx.task, cand, profile=True)
+    nid = ctx.tree.add_node(None, None, None, cand.digest, result=res, profile=prof,
+                            artifacts=artifacts(cand), meta={"eval_s": res.wall_s})
+    ctx.on_event("evaluated", {"node": nid, "result": res, "level": None})
+    return {**fresh_state(), "current": nid, "evals": 1, "budget_used_s": ctx.tick(state)}
+
+
+def sense(state: RunState, runtime: Runtime[RunContext]) -> RunState:
+    """Check the budget; the profile of the current node is already in the tree."""
+    ctx = runtime.context
+    used = ctx.tick(state)
+    stop = ctx.over_budget(used, state.get("evals", 0))
+    if stop:
+        return {"budget_used_s": used, "done": True, "stop_reason": stop}
+    ctx.focus.deadline = time.monotonic() + max(0.0, ctx.cfg.run.budget_s - used)
+    ctx.on_event("sense", {"node": state["current"], "budget_used_s": used})
+    return {"budget_used_s": used}
+
+
+def route(state: RunState, runtime: Runtime[RunContext]) -> RunState:
+    """Ask the router for a level among those not exhausted for this node."""
+    ctx = runtime.context
+    nid = state["current"]
+    excluded = state.get("exhausted", {}).get(str(nid), [])
+    open_levels = [lv for lv in ctx.layers if lv not in excluded]
+    if not open_levels:
+        return {"level": "", "route_reason": f"node {nid}: every enabled level has nothing more to propose"}
+    cand = ctx.candidate(nid)
+    agent_ctx = ctx.context_for(nid, "", "", state)
+    ctx.router.load_state(state.get("router_state") or {})
+    try:
+        level, reason = ctx.router.route(cand, ctx.tree.get(nid).profile, agent_ctx)
+    except BudgetExhausted as e:
+        return {"done": True, "stop_reason": str(e), "level": ""}
+    if level not in open_levels:  # the router's pick has nothing left here: take the next open level
+        reason = f"{reason} | {level} exhausted for this node -> {open_levels[0]}"
+        level = open_levels[0]
+    ctx.on_event("route", {"node": nid, "level": level, "reason": reason})
+    return {"level": level, "route_reason": reason, "router_state": ctx.router.state()}
+
+
+def _ask_agent(ctx: RunContext, level: str, cand: ir.Candidate, agent_ctx) -> tuple[list[Edit], dict | None]:
+    agent = ctx.agents[level]
+    ctx.focus.candidate = cand
+    if ctx.ledger is None:
+        return agent.propose(cand, agent_ctx) or [], None
+    with ctx.ledger.tagged(level):
+        mark = ctx.ledger.mark()
+        edits = agent.propose(cand, agent_ctx) or []
+        return edits, ctx.ledger.usage_since(mark).model_dump()
+
+
+def _apply(ctx: RunContext, cand: ir.Candidate, edit: Edit) -> EditOutcome:
+    """Apply without a build check: the evaluation builds the candidate anyway (a build failure comes
+    back as a failed node with error_kind "compile"), and at Level 3 a second build in this process
+    costs as much as the rest of the evaluation. An LLM edit was build-checked by its agent already
+    (leka.run `check`); apply_edit's memo hands that outcome back here."""
+    return apply_edit(cand, edit, workdir=ctx.workdir, root_params=ctx.root.params, build_check=False)
+
+
+def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunState:
+    """The routed level's agent proposes edits; each new candidate becomes a `proposed` node (an edit
+    that does not apply becomes a failed node at once)."""
+    ctx = runtime.context
+    nid = state["current"]
+    cand = ctx.candidate(nid)
+    reason = state.get("route_reason", "")
+    agent_ctx = ctx.context_for(nid, level, reason, state)
+    try:
+        edits, usage = _ask_agent(ctx, level, cand, agent_ctx)
+    except BudgetExhausted as e:
+        return {"done": True, "stop_reason": str(e), "proposed": []}
+    proposed: list[int] = []
+    seen: set[str] = set()
+    for edit in edits[: max(1, ctx.cfg.run.variants_per_call)]:
+        d = edit_digest(edit)
+        if d in agent_ctx.tried or d in seen:
+            continue
+        seen.add(d)
+        out = _apply(ctx, cand, edit)
+        meta: dict[str, Any] = {"llm_usage": usage} if usage else {}
+        if not out.ok:
+            res = EvalResult(task=ctx.task.id, backend=ctx.cfg.backend, error_kind="compile", error=out.error)
+            child = ctx.tree.add_node(nid, level, edit, f"illegal:{d}", result=res, route_reason=reason, meta=meta)
+            ctx.on_event("illegal", {"node": child, "level": level, "error": out.error})
+            continue
+        new = out.candidate
+        if ctx.tree.by_hash(new.digest) is not None:
+            continue  # the same candidate exists (reached another way): nothing new to learn
+        meta.update({"carried": out.carried, "invalidated": out.invalidated})
+        proposed.append(ctx.tree.add_node(nid, level, edit, new.digest, route_reason=reason,
+                                          artifacts=artifacts(new), meta=meta))
+    upd: RunState = {"proposed": proposed}
+    if not proposed:
+        ex = dict(state.get("exhausted", {}))
+        ex[str(nid)] = sorted(set(ex.get(str(nid), [])) | {level})
+        upd["exhausted"] = ex
+    ctx.on_event("proposed", {"node": nid, "level": level, "n": len(proposed)})
+    return upd
+
+
+def level_node(level: str) -> Node:
+    """The graph node of one level: `propose` bound to it."""
+
+    def node(state: RunState, runtime: Runtime[RunContext]) -> RunState:
+        return propose(state, runtime, level)
+
+    node.__name__ = level.lower()
+    return node
+
+
+def evaluate(state: RunState, runtime: Runtime[RunContext]) -> RunState:
+    """Evaluate whatever is still `proposed` (this also picks up the work of a killed run)."""
+    ctx = runtime.context
+    evals = state.get("evals", 0)
+    pending = [n for n in (state.get("proposed") or []) if ctx.tree.get(n).status == "proposed"]
+    for nid in pending:
+        used = ctx.tick(state)
+        state = {**state, "budget_used_s": used}
+        if ctx.over_budget(used, evals):
+            break
+        res, prof = ctx.evaluator.evaluate_full(ctx.task, ctx.candidate(nid), profile=True)
+        node = ctx.tree.update(nid, result=res, profile=prof, meta={"eval_s": res.wall_s})
+        evals += 1
+        ctx.on_event("evaluated", {"node": nid, "result": res, "level": node.level, "status": node.status})
+    exp = dict(state.get("expansions", {}))
+    exp[str(state["current"])] = exp.get(str(state["current"]), 0) + 1
+    return {"evals": evals, "proposed": [], "expansions": exp, "budget_used_s": ctx.tick(state)}
+
+
+def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
+    ctx = runtime.context
+    used = ctx.tick(state)
+    stop = ctx.over_budget(used, state.get("evals", 0))
+    if stop:
+        return {"budget_used_s": used, "done": True, "stop_reason": stop}
+    nxt = choose_next(ctx.tree, state, ctx.layers, ctx.cfg.run.explore)
+    if nxt is None:
+        return {"budget_used_s": used, "done": True, "stop_reason": "nothing left to expand"}
+    return {"current": nxt, "iteration": state.get("iteration", 0) + 1, "budget_used_s": used,
+            "level": "", "route_reason": ""}
+
+
+def finish(state: RunState, runtime: Runtime[RunContext]) -> RunState:
+    runtime.context.tree.expire_pending()
+    return {"done": True, "budget_used_s": runtime.context.tick(state)}
+
+
+def artifacts(c: ir.Candidate) -> dict[str, str]:
+    """The files stored with a node: the candidate record, its Relax text, each L1 and L2 entry."""
+    arts = {"candidate.json": c.model_dump_json(), "relax.py": c.relax_text}
+    for key, e in c.l1.items():
+        arts[f"l1_{e.func}_{key[:8]}.json"] = json.dumps(e.model_dump(), indent=1)
+    for key, e in c.l2.items():
+        arts[f"l2_{e.kernel}_{key[:8]}.{l2_extension(e.language)}"] = e.text
+    return arts

@@ -1,0 +1,130 @@
+"""The loop driven directly: the real graph, tree and edit application, with a fake evaluator (speedups
+from a table) and scripted agents. Compile-option edits apply without building, so a run is seconds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmark.task import load_task_file
+from candidate_tree import Tree
+from leka import ir
+from leka.core.config import load_config
+from leka.core.types import Edit, EvalResult
+from leka.loop.context import RunContext
+from leka.loop.graph import build_graph, run_graph
+from leka.loop.routers import make_router
+
+DATA = Path(__file__).parent / "data"
+
+
+def opt(**options) -> Edit:
+    return Edit(level="L2", kind="compile_options", payload={"options": options})
+
+
+class TableEvaluator:
+    """Speedup from the candidate's compile options (a table); raises once at `crash_at` evaluations."""
+
+    def __init__(self, table: dict[str, float], crash_at: int | None = None):
+        self.table, self.crash_at, self.calls = table, crash_at, []
+
+    def evaluate_full(self, task, candidate=None, *, profile: bool = False):
+        if self.crash_at is not None and len(self.calls) + 1 == self.crash_at:
+            self.crash_at = None
+            raise RuntimeError("the evaluator died (simulated kill)")
+        key = json.dumps(candidate.target_opts, sort_keys=True)
+        self.calls.append(key)
+        sp = self.table.get(key, 1.0)
+        return EvalResult(task=task.id, compiled=True, correct=True, speedup=sp, timing_valid=True,
+                          t_candidate_s=1e-3 / sp, t_baseline_s=1e-3, wall_s=0.0), None
+
+
+class ScriptedAgent:
+    """Returns the next list of its script on each call; nothing once the script is used up."""
+
+    def __init__(self, level: str, script: list[list[Edit]]):
+        self.level, self.script, self.calls = level, list(script), 0
+
+    def propose(self, candidate, context):
+        self.calls += 1
+        return self.script.pop(0) if self.script else []
+
+
+def make_ctx(tmp_path: Path, agents: dict, evaluator, *sets: str) -> RunContext:
+    task = load_task_file(DATA / "tiny_task.py")
+    cfg = load_config([], ["run.budget_s=600", "run.seed=0", *sets])
+    root = ir.Root(task=task, text="# root relax text (never parsed: the evaluator is a table)\n",
+                   params={}, n_inputs=1, model=None)
+    all_agents = {lv: agents.get(lv, ScriptedAgent(lv, [])) for lv in ("L0", "L1", "L2")}
+    return RunContext(cfg=cfg, task=task, run_dir=tmp_path, tree=Tree(tmp_path, defer=cfg.run.defer_followups),
+                      evaluator=evaluator, agents=all_agents, router=make_router(cfg), root=root)
+
+
+def expanded(tree: Tree) -> list[int]:
+    """Parents in the order their children were made."""
+    return list(dict.fromkeys(n.parent for n in tree.nodes() if n.parent is not None))
+
+
+def test_graph_has_a_node_per_level():
+    g = build_graph().compile()
+    assert {"init", "sense", "route", "l0", "l1", "l2", "evaluate", "select", "finish"} <= set(g.get_graph().nodes)
+
+
+def test_budget_stop_and_ties_broken_by_node_id(tmp_path):
+    table = {'{"opt-level": 1}': 2.0, '{"opt-level": 2}': 2.0, '{"fast-math": true, "opt-level": 1}': 3.0}
+    l2 = ScriptedAgent("L2", [[opt(**{"opt-level": 1}), opt(**{"opt-level": 2})], [opt(**{"fast-math": True})],
+                              [opt(**{"fast-math-nsz": True})]])
+    ev = TableEvaluator(table)
+    ctx = make_ctx(tmp_path, {"L2": l2}, ev, "run.routing=fixed:L2", "run.max_evals=4", "run.explore=0")
+    final = run_graph(ctx)
+    assert final["evals"] == 4 and final["stop_reason"] == "evaluation budget of 4 used"
+    nodes = ctx.tree.nodes()
+    # root (1) -> 2 (opt 1, 2.0x), 3 (opt 2, 2.0x): a tie inside the noise band, node 2 is expanded first
+    assert [(n.id, n.parent) for n in nodes] == [(1, None), (2, 1), (3, 1), (4, 2)]
+    assert expanded(ctx.tree) == [1, 2]
+    assert nodes[3].result.speedup == 3.0 and ctx.tree.best(1)[0].id == 4
+    assert all(n.level == "L2" and n.route_reason == "fixed routing to L2" for n in nodes[1:])
+    ctx.tree.close()
+
+
+def test_exhausted_levels_fall_through_and_stop(tmp_path):
+    # the router insists on L0, which has nothing, nor has L1; L2 has one edit and one illegal one;
+    # then every level of every node is exhausted
+    l2 = ScriptedAgent("L2", [[opt(**{"opt-level": 3}), opt(**{"no-such-option": True})]])
+    ctx = make_ctx(tmp_path, {"L2": l2}, TableEvaluator({}), "run.routing=fixed:L0")
+    final = run_graph(ctx)
+    assert final["stop_reason"] == "nothing left to expand"
+    nodes = ctx.tree.nodes()
+    assert [(n.id, n.parent, n.status) for n in nodes] == [(1, None, "measured"), (2, 1, "measured"),
+                                                          (3, 1, "failed")]
+    assert "unknown option" in nodes[2].result.error
+    assert final["exhausted"] == {"1": ["L0", "L1", "L2"], "2": ["L0", "L1", "L2"]}
+    assert final["evals"] == 2  # the illegal edit is never evaluated
+    assert nodes[1].route_reason == "fixed routing to L0 | L0 exhausted for this node -> L2"
+    assert ctx.agents["L0"].calls == 2 and ctx.agents["L1"].calls == 2  # once per node each
+    ctx.tree.close()
+
+
+def test_resume_after_a_crash_evaluates_nothing_twice(tmp_path):
+    script = [[opt(**{"opt-level": 1}), opt(**{"opt-level": 2})], [opt(**{"opt-level": 3})]]
+    table = {'{"opt-level": 1}': 2.0, '{"opt-level": 2}': 1.5, '{"opt-level": 3}': 2.5}
+    ev = TableEvaluator(table, crash_at=3)  # root, node 2, then dies on node 3
+    ctx = make_ctx(tmp_path, {"L2": ScriptedAgent("L2", script)}, ev, "run.routing=fixed:L2", "run.max_evals=4")
+    with pytest.raises(RuntimeError, match="simulated kill"):
+        run_graph(ctx)
+    ctx.tree.close()
+    assert [n.status for n in Tree(tmp_path).nodes()] == ["measured", "measured", "proposed"]
+    # a fresh process: new live objects over the same run folder; the agent's first list was used
+    ctx2 = make_ctx(tmp_path, {"L2": ScriptedAgent("L2", script[1:])}, ev, "run.routing=fixed:L2",
+                    "run.max_evals=4")
+    final = run_graph(ctx2, resume=True)
+    assert ev.calls == ["{}", '{"opt-level": 1}', '{"opt-level": 2}', '{"opt-level": 3}']
+    assert [n.status for n in ctx2.tree.nodes()] == ["measured"] * 4 and final["done"]
+    # (the state's `evals` counts 3: node 2 was evaluated inside the evaluate step that crashed, whose
+    # state update was never checkpointed; the tree has it)
+    assert ctx2.tree.nodes()[3].parent == 2  # the best (2.0x) was expanded after the resume
+    assert run_graph(ctx2, resume=True)["done"]  # resuming a finished run changes nothing
+    assert len(ctx2.tree.nodes()) == 4
+    ctx2.tree.close()
