@@ -8,7 +8,7 @@ prompt (`{% include "_edit_schema.j2" %}`) for servers without tool calls.
 
 from __future__ import annotations
 
-import ast
+import inspect
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -16,33 +16,16 @@ from typing import Any
 import jinja2
 
 from leka.backends import l2_languages
+from leka.core.levels import LEVEL_SPECS
+from leka.ir import sched
+from leka.tvm_adapter.l0_passes import L0_PASSES as L0_PASS_REGISTRY
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 
-TEMPLATES = {"L0": "l0_relax.j2", "L1": "l1_tir.j2", "L2": "l2_source.j2", "oneshot": "oneshot.j2",
+TEMPLATES = {**{lv: spec.template for lv, spec in LEVEL_SPECS.items()}, "oneshot": "oneshot.j2",
              "router": "hw_sensing.j2"}
 
-_BASE_L0_PASSES = ("fold_batchnorm", "convert_layout_nhwc", "conv1x1_to_matmul", "clip_to_relu_min", "fuse",
-                   "decompose_ops", "fold_constant", "dead_code_elimination")
-
-
-def _l0_pass_names() -> tuple[str, ...]:
-    """The pass names the IR layer implements (keys of tvm_adapter.L0_PASS_FNS), read with `ast` so
-    the prompt lists exactly what can be applied, without importing TVM to render a prompt."""
-    try:
-        tree = ast.parse((Path(__file__).resolve().parents[1] / "tvm_adapter" / "__init__.py").read_text())
-    except (OSError, SyntaxError):
-        return _BASE_L0_PASSES
-    for node in tree.body:
-        if (isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "L0_PASS_FNS" for t in node.targets)
-                and isinstance(node.value, ast.Dict)):
-            names = [k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-            if names:
-                return tuple(names)
-    return _BASE_L0_PASSES
-
-
-L0_PASSES = _l0_pass_names()
+L0_PASSES = tuple(L0_PASS_REGISTRY)  # the names the IR layer applies, in registry order
 L2_LANGUAGES = l2_languages()
 
 # level -> kind -> (target meaning or None, payload fields, one-line description)
@@ -109,20 +92,9 @@ def route_tool(levels: list[str]) -> dict[str, Any]:
                 "required": ["level", "reason"]}}
 
 
-@lru_cache(maxsize=1)
 def trace_dsl() -> dict[str, Any]:
-    """The L1 trace DSL's docstring and primitive list, read from leka/sched.py's source with `ast`:
-    one source of truth without importing TVM just to render a prompt."""
-    src = Path(__file__).resolve().parents[1] / "sched.py"
-    tree = ast.parse(src.read_text())
-    doc = ast.get_docstring(tree) or ""
-    prims: list[str] = []
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "PRIMITIVES" for t in node.targets):
-            call = node.value
-            if isinstance(call, ast.Call) and call.args:
-                prims = sorted(ast.literal_eval(call.args[0]))
-    return {"doc": doc, "primitives": prims}
+    """The L1 trace DSL's docstring and primitive list (leka.ir.sched): one source of truth."""
+    return {"doc": inspect.cleandoc(sched.__doc__ or ""), "primitives": sorted(sched.PRIMITIVES)}
 
 
 def _clip(text: Any, limit: int = 60_000) -> str:

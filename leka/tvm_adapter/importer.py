@@ -1,0 +1,124 @@
+"""Import: torch.export -> Relax, constants lifted to parameters, TVMScript text <-> modules."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.relax.frontend.torch import from_exported_program
+
+from leka.tvm_adapter.errors import ImportFailure, first_line
+
+
+def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
+    """torch.export with static shapes, then the Relax importer (weights become constants)."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            ep = torch.export.export(model, tuple(inputs))
+    except Exception as e:  # noqa: BLE001 - any exporter failure is the task's problem, as data
+        raise ImportFailure(f"torch.export failed: {type(e).__name__}: {first_line(e)}") from e
+    try:
+        return from_exported_program(ep)
+    except Exception as e:  # noqa: BLE001
+        msg = str(e)
+        ops = sorted(set(re.findall(r"\b(aten\.[\w.]+)", msg)))
+        if not ops:  # name the graph's ops that the message mentions, e.g. "linalg_svd"
+            ops = sorted({str(n.target) for n in ep.graph.nodes if n.op == "call_function"
+                          and str(n.target).split(".")[-2 if str(n.target).count(".") >= 2 else -1] in msg})
+        if not ops:  # otherwise every op the importer has no converter for
+            ops = unsupported_ops(ep)
+        raise ImportFailure(f"Relax import failed{' on ' + ', '.join(ops) if ops else ''}: "
+                            f"{type(e).__name__}: {first_line(e)}", ops) from e
+
+
+def unsupported_ops(ep) -> list[str]:
+    from tvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
+
+    table = ExportedProgramImporter().create_convert_map()
+    ops = set()
+    for n in ep.graph.nodes:
+        if n.op == "call_function":
+            name = getattr(n.target, "__name__", str(n.target))
+            if name not in table and name.split(".")[0] not in table:
+                ops.add(str(n.target))
+    return sorted(ops)
+
+
+@relax.expr_functor.mutator
+class _Lifter(relax.PyExprMutator):
+    def __init__(self, mod: tvm.IRModule, prefix: str):
+        super().__init__(mod)
+        self.vars: list[relax.Var] = []
+        self.vals: dict[str, np.ndarray] = {}
+        self.prefix = prefix
+
+    def visit_generic_const_(self, c):  # 0.27's hook for R.const
+        if len(c.ty.shape) == 0:  # scalars print inline as R.const(x, dtype)
+            return c
+        v = relax.Var(f"{self.prefix}{len(self.vars)}", c.ty)
+        self.vars.append(v)
+        self.vals[v.name] = c.value.numpy()
+        return v
+
+
+def lift_consts(mod: tvm.IRModule, func: str = "main", prefix: str = "c") -> tuple[tvm.IRModule, dict[str, np.ndarray]]:
+    """Turn every non-scalar constant into a trailing parameter of `func`, so `mod.script()` has no
+    `metadata[...]` and re-parses after a textual edit. Values come back via `bind_params`."""
+    f = mod[func]
+    lifter = _Lifter(mod, prefix)
+    body = lifter.visit_expr(f.body)
+    nf = relax.Function(list(f.params) + lifter.vars, body, f.ret_ty, f.is_pure, attrs=f.attrs)
+    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs)
+    out[mod.get_global_var(func)] = nf
+    return out, lifter.vals
+
+
+def relax_text(mod: tvm.IRModule) -> str:
+    return mod.script()
+
+
+# TVMScript parsing (the IRBuilder's frame stack) and legalization (TE's op_tag scope) keep state in
+# process-global Python objects. The evaluator builds the baseline on a second thread while the
+# candidate builds, so those two steps are serialised; codegen and linking, the bulk, are not.
+PARSE_LOCK = threading.RLock()
+
+
+def parse_module(text: str) -> tvm.IRModule:
+    with PARSE_LOCK:
+        obj = tvm.script.from_source(text)
+    if isinstance(obj, (tvm.tirx.PrimFunc, relax.Function)):
+        return tvm.IRModule({"main": obj})
+    return obj
+
+
+def parse_tir(text: str) -> tvm.tirx.PrimFunc:
+    with PARSE_LOCK:
+        obj = tvm.script.from_source(text)
+    if isinstance(obj, tvm.IRModule):
+        funcs = [f for f in obj.functions.values() if isinstance(f, tvm.tirx.PrimFunc)]
+        if len(funcs) != 1:
+            raise ValueError(f"expected one PrimFunc in the TIR text, found {len(funcs)}")
+        return funcs[0]
+    if not isinstance(obj, tvm.tirx.PrimFunc):
+        raise ValueError(f"expected a T.prim_func, got {type(obj).__name__}")
+    return obj
+
+
+def bind_params(mod: tvm.IRModule, vals: dict[str, np.ndarray], func: str = "main") -> tvm.IRModule:
+    names = {p.name for p in mod[func].params}
+    missing = [k for k in vals if k not in names]
+    if missing and len(missing) == len(vals):
+        return mod
+    present = {k: tvm.runtime.tensor(v) for k, v in vals.items() if k in names}
+    return relax.transform.BindParams(func, present)(mod)
+
+
+def param_names(mod: tvm.IRModule, func: str = "main") -> list[str]:
+    return [p.name for p in mod[func].params]

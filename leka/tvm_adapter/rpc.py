@@ -1,0 +1,37 @@
+"""TVM RPC: sessions, trackers, remote devices and VMs."""
+
+from __future__ import annotations
+
+from tvm import relax
+
+from leka.backends import get_backend
+
+
+def rpc_connect(host: str, port: int, key: str = "", session_timeout: int = 0):
+    from tvm import rpc
+
+    return rpc.connect(host, port, key=key, session_timeout=session_timeout)
+
+
+def rpc_request(tracker_host: str, tracker_port: int, key: str, priority: int = 1, session_timeout: int = 0):
+    from tvm import rpc
+
+    return rpc.connect_tracker(tracker_host, tracker_port).request(key, priority=priority,
+                                                                  session_timeout=session_timeout)
+
+
+def rpc_tracker_summary(host: str, port: int) -> dict:
+    from tvm import rpc
+
+    return dict(rpc.connect_tracker(host, port).summary())
+
+
+def remote_device(remote, backend: str, index: int = 0):
+    return getattr(remote, get_backend(backend).remote_device)(index)
+
+
+def remote_vm(remote, lib_name: str, backend: str):
+    """A Relax VM on the remote, over a library already uploaded with `remote.upload`."""
+    rlib = remote.load_module(lib_name)
+    dev = remote_device(remote, backend)
+    return relax.VirtualMachine(rlib, dev), dev

@@ -1,0 +1,124 @@
+"""Runtime and timing: a built executable on a device, timed without Python overhead; per-kernel profiles."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import tvm
+from tvm import relax
+
+
+def flatten_outputs(out) -> list:
+    if isinstance(out, tvm.runtime.Tensor):
+        return [out]
+    res = []
+    for o in out:
+        res.extend(flatten_outputs(o))
+    return res
+
+
+class VMRunner:
+    """A built Relax executable on one device: run on numpy inputs, time without Python overhead."""
+
+    def __init__(self, ex, device):
+        self.ex = ex
+        self.dev = device
+        self.vm = relax.VirtualMachine(ex, device)
+
+    def to_device(self, arrays: Sequence[np.ndarray]) -> list:
+        return [tvm.runtime.tensor(np.ascontiguousarray(a), self.dev) for a in arrays]
+
+    def run_device(self, dev_args: Sequence[Any]) -> list:
+        return flatten_outputs(self.vm["main"](*dev_args))
+
+    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        return [o.numpy() for o in self.run_device(self.to_device(arrays))]
+
+    def time_per_call(self, dev_args: Sequence[Any], number: int) -> float:
+        """Seconds per call, averaged over `number` back-to-back calls (one sample)."""
+        te = self.vm.time_evaluator("main", self.dev, number=number, repeat=1, min_repeat_ms=0)
+        return float(te(*dev_args).mean)
+
+    def profile_kernels(self, dev_args: Sequence[Any], repeat: int = 5, warmup: int = 1) -> tuple[list[dict], float]:
+        """Per VM call (kernels and builtins): seconds per iteration and call count, plus the total.
+        `VirtualMachine(profile=True)` is gone in 0.27, so time each call with set_instrument."""
+        f = self.vm["main"]
+        for _ in range(warmup):
+            f(*dev_args)
+        stats: dict[str, list[float]] = defaultdict(list)
+        start: dict[str, float] = {}
+
+        def instrument(func, sym, before_run, ret_value, *args):
+            if before_run:
+                start[sym] = time.perf_counter()
+            else:
+                stats[sym].append(time.perf_counter() - start.pop(sym, time.perf_counter()))
+            return 0  # VMInstrumentReturnKind.NO_OP
+
+        self.vm.set_instrument(instrument)
+        t0 = time.perf_counter()
+        try:
+            for _ in range(repeat):
+                f(*dev_args)
+        finally:
+            self.vm.set_instrument(lambda *a: 0)
+        total = (time.perf_counter() - t0) / repeat
+        rows = [{"name": k, "seconds": sum(v) / repeat, "calls": len(v) // repeat} for k, v in stats.items()]
+        rows.sort(key=lambda r: -r["seconds"])
+        return rows, total
+
+
+def planned_memory_bytes(mod: tvm.IRModule, target: tvm.target.Target) -> int | None:
+    """Bytes the static memory planner allocates for intermediates (estimate_memory_usage must see
+    the module after CallTIRRewrite + StaticPlanBlockMemory; on a fully lowered one it says 0)."""
+    try:
+        with target:
+            planned = tvm.transform.Sequential([
+                relax.transform.RewriteDataflowReshape(), relax.transform.ToNonDataflow(),
+                relax.transform.RemovePurityChecking(), relax.transform.CallTIRRewrite(),
+                relax.transform.StaticPlanBlockMemory()])(mod)
+        text = str(relax.analysis.estimate_memory_usage(planned))
+    except Exception:  # noqa: BLE001 - an estimate, never worth failing an evaluation over
+        return None
+    # "With memory planning, there are N constant-size memory allocation(s) with total size X GB."
+    m = re.findall(r"With memory planning, .*? total size ([\d.eE+-]+) GB", text)
+    return int(round(sum(float(x) for x in m) * 2**30)) if m else 0
+
+
+def tensor_on(arr: np.ndarray, dev):
+    return tvm.runtime.tensor(np.ascontiguousarray(arr), dev)
+
+
+def run_prim_func(rt_mod, arrays: Sequence[np.ndarray], name: str = "main", number: int = 0,
+                  repeat: int = 3) -> tuple[list[np.ndarray], float | None]:
+    """Call a compiled single-PrimFunc module (`build_prim_func`) on CPU with every buffer given
+    (inputs and preallocated outputs, in parameter order). Returns all buffers afterwards and, when
+    `number` > 0, the median seconds per call over `repeat` samples (agents' experiments, tests)."""
+    dev = tvm.cpu()
+    # np.ascontiguousarray turns a 0-d array into a 1-d one; a copy keeps the rank
+    args = [tvm.runtime.tensor(np.array(a, copy=True, order="C"), dev) for a in arrays]
+    f = rt_mod[name]
+    f(*args)
+    secs = None
+    if number > 0:
+        m = rt_mod.mod if hasattr(rt_mod, "mod") else rt_mod  # tvm.compile returns an Executable
+        te = m.time_evaluator(name, dev, number=number, repeat=repeat)
+        secs = float(te(*args).median)
+    return [a.numpy() for a in args], secs
+
+
+def cuda_runtime_setup() -> None:
+    """Before running CUDA modules: TVM keeps CUDA C and compiles it at load through the global
+    `tvm_callback_cuda_compile` (registered by tvm.support.nvcc); prefer nvcc when it is on PATH,
+    else NVRTC (needs the cuda-python bindings)."""
+    import shutil
+
+    if shutil.which("nvcc"):
+        os.environ.setdefault("TVM_CUDA_COMPILE_MODE", "nvcc")
+    from tvm.support import nvcc  # noqa: F401 - registers the compile callback

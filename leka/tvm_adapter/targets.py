@@ -1,0 +1,67 @@
+"""Targets and devices: the TVM objects of a backend of the table (`leka.backends`), codegen options."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import tvm
+
+from leka.backends import get_backend
+
+
+def tvm_version() -> str:
+    return str(tvm.__version__)
+
+
+def cpu_target(num_cores: int | None = None) -> tvm.target.Target:
+    return make_target("llvm", num_cores=num_cores)
+
+
+def make_target(backend: str, **opts: Any) -> tvm.target.Target:
+    """The TVM target of a backend of the table (`leka.backends`); `opts` go to its `target_spec`."""
+    spec = get_backend(backend)
+    opts = {k: v for k, v in opts.items() if v is not None}
+    opts.setdefault("num_cores", len(os.sched_getaffinity(0)))
+    return tvm.target.Target(spec.target_spec(system_cpu=tvm.target.codegen.llvm_get_system_cpu(), **opts))
+
+
+def is_gpu(target: tvm.target.Target) -> bool:
+    """DLight default schedules apply and L1 traces must bind threads."""
+    try:
+        return get_backend(target.kind.name).gpu
+    except ValueError:
+        return False
+
+
+def target_json(target: tvm.target.Target) -> dict[str, Any]:
+    return {k: (str(v) if not isinstance(v, (int, float, bool)) else v) for k, v in target.export().items()
+            if k in ("kind", "mcpu", "num-cores", "arch", "keys")}
+
+
+def vector_lanes_fp32(target: tvm.target.Target) -> int:
+    """fp32 lanes of the widest vector register the target has (for vectorise factors)."""
+    if target.kind.name != "llvm":
+        return 4
+    mcpu = str(target.attrs.get("mcpu", ""))
+    avx512 = ("avx512", "skylake-avx512", "cascadelake", "icelake", "sapphirerapids",
+              "emeraldrapids", "graniterapids", "znver4", "znver5", "x86-64-v4", "cooperlake", "tigerlake")
+    if any(k in mcpu for k in avx512):
+        return 16
+    if mcpu.startswith(("znver", "haswell", "broadwell", "skylake", "alderlake", "x86-64-v3")):
+        return 8
+    return 4
+
+
+def device_for(backend: str, index: int = 0):
+    return getattr(tvm, get_backend(backend).device)(index)
+
+
+LLVM_OPTIONS = {"fast-math", "fast-math-contract", "fast-math-reassoc", "fast-math-nnan", "fast-math-ninf",
+                "fast-math-nsz", "fast-math-arcp", "opt-level"}
+
+
+def with_target_options(target: tvm.target.Target, opts: dict[str, Any]) -> tvm.target.Target:
+    """The same target with extra codegen attributes (LLVM fast-math flags, opt-level)."""
+    base = {k: v for k, v in target.export().items() if k not in ("keys", "tag", "features")}
+    return tvm.target.Target({**base, **opts})
