@@ -5,14 +5,14 @@ from __future__ import annotations
 from agents.l0_relax import RuleL0Agent
 from agents.l1_tir import RuleL1Agent
 from agents.l2_source import RuleL2Agent
+from leka.core.levels import LEVEL_SPECS
 from leka.core.protocols import Agent
+
+# one rule agent per level of the level table (leka.core.levels)
+RULE_AGENTS: dict[str, type] = {"L0": RuleL0Agent, "L1": RuleL1Agent, "L2": RuleL2Agent}
 
 
 def make_rule_agents(backend: str = "llvm", root_params=None) -> dict[str, Agent]:
     """{"L0": ..., "L1": ..., "L2": ...}. `root_params` (the task's lifted constants) saves the
     agents re-importing the task when the candidate is the root."""
-    return {
-        "L0": RuleL0Agent(backend, root_params=root_params),
-        "L1": RuleL1Agent(backend, root_params=root_params),
-        "L2": RuleL2Agent(backend, root_params=root_params),
-    }
+    return {lv: RULE_AGENTS[lv](backend, root_params=root_params) for lv in LEVEL_SPECS}

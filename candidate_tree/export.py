@@ -14,6 +14,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from leka.core.levels import LEVEL_SPECS
+
 if TYPE_CHECKING:
     import networkx as nx
 
@@ -168,7 +170,11 @@ def _embed(obj: Any) -> str:
 def export_html(tree: Tree, path: str | Path, title: str | None = None) -> Path:
     page = TEMPLATE.read_text()
     title = title or f"LEKA candidate tree: {tree.run_dir.name}"
-    page = page.replace("__TITLE__", html.escape(title)).replace("__DATA__", _embed(page_data(tree)))
+    legend = "\n    ".join(f'<span><i class="sw" style="background:{s.colour}"></i>{s.name} {html.escape(s.title)}</span>'
+                          for s in LEVEL_SPECS.values())
+    colours = json.dumps({s.name: s.colour for s in LEVEL_SPECS.values()})
+    page = (page.replace("__TITLE__", html.escape(title)).replace("__LEGEND__", legend)
+            .replace("__COLORS__", colours).replace("__DATA__", _embed(page_data(tree))))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")

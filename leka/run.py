@@ -136,7 +136,7 @@ class LiveView:
         self.best = 0.0
         self.best_node: int | None = None
         self.current: int | None = None
-        self.by_level = {"root": 0, "L0": 0, "L1": 0, "L2": 0}
+        self.by_level = {"root": 0, **dict.fromkeys(LEVELS, 0)}
         self.failed = 0
         self.used = 0.0
         self.last = ""
@@ -144,7 +144,7 @@ class LiveView:
 
     def table(self) -> Table:
         t = Table(title=f"LEKA {self.task_id} [{self.cfg.backend}, {self.cfg.run.policy}, {self.cfg.run.routing}]")
-        for col in ("current", "best speedup", "budget left", "L0", "L1", "L2", "failed", "last"):
+        for col in ("current", "best speedup", "budget left", *LEVELS, "failed", "last"):
             t.add_column(col)
         left = max(0.0, self.cfg.run.budget_s - self.used)
         t.add_row(str(self.current), f"{self.best:.2f}x (#{self.best_node})", f"{left:.0f}s",

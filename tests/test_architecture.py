@@ -73,3 +73,34 @@ def test_the_builtin_table():
     assert {b: get_backend(b).domain for b in ("llvm", "cuda", "opencl")} == \
         {"llvm": "mobile", "cuda": "robotics", "opencl": "aiot"}
     assert json.dumps(get_backend("cuda").target_spec(arch="sm_80")) == '{"kind": "cuda", "arch": "sm_80"}'
+
+
+def test_every_layer_covers_the_level_table():
+    """A new level is a spec, an agent and a template: the per-level tables of the other layers follow."""
+    from agents.hw_sensing import score_levels
+    from agents.rules import RULE_AGENTS
+    from leka.core.levels import LEVEL_SPECS
+    from leka.ir.edits import _HANDLERS
+    from leka.llm.prompting import EDIT_KINDS, PROMPTS_DIR, TEMPLATES
+    from profilers.report import ProfileReport
+
+    for lv, spec in LEVEL_SPECS.items():
+        assert {k for (level, k) in _HANDLERS if level == lv} == set(spec.edit_kinds), lv
+        assert set(EDIT_KINDS[lv]) == set(spec.edit_kinds), lv
+        assert TEMPLATES[lv] == spec.template and (PROMPTS_DIR / spec.template).is_file()
+        assert RULE_AGENTS[lv].__name__.startswith(f"Rule{lv}")
+    empty = ProfileReport()
+    assert set(score_levels(empty)) == set(LEVEL_SPECS)
+
+
+def test_tree_view_colours_come_from_the_level_table(tmp_path):
+    from candidate_tree import Tree
+    from leka.core.levels import LEVEL_SPECS
+
+    t = Tree(tmp_path)
+    t.add_node(None, None, None, "root")
+    page = t.export_html(tmp_path / "tree.html").read_text()
+    t.close()
+    assert "__COLORS__" not in page and "__LEGEND__" not in page
+    for spec in LEVEL_SPECS.values():
+        assert f'"{spec.name}": "{spec.colour}"' in page and f"{spec.name} {spec.title}" in page
