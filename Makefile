@@ -27,6 +27,10 @@ test: setup
 test-slow: setup
 	$(BIN)/python -m pytest -q -ra -m slow
 
+# the evaluator's cost per evaluation on the llvm subset (prints a table; see experiments/README.md)
+bench: setup
+	$(BIN)/python -m experiments.bench_evaluator
+
 lint: setup
 	$(BIN)/ruff check .
 

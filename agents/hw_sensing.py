@@ -1,6 +1,6 @@
 """Hardware-sensing router: which level (L0 graph, L1 schedule, L2 target source) owns the bottleneck.
 
-DESIGN.md "Routing": L0 for layout transposes, many small kernels, large intermediates and unfused
+docs/DESIGN.md "Routing": L0 for layout transposes, many small kernels, large intermediates and unfused
 elementwise chains; L1 for a hot kernel far from its roofline with no schedule yet; L2 for a hot kernel
 that already has a schedule but whose code is scalar (no packed FMAs in its asm). In `profile` mode
 each level gets a score in [0, 1] from the ProfileReport (a time share, weighted by how far from its

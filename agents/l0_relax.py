@@ -1,6 +1,6 @@
 """L0 rule agent: graph passes for the Relax module, ranked by what the text shows.
 
-Order (DESIGN.md, Agents): BatchNorm folding first (it removes whole kernels), clip -> relu/minimum
+Order (docs/DESIGN.md, "Agents"): BatchNorm folding first (it removes whole kernels), clip -> relu/minimum
 before NHWC (clip has no layout rule and would be wrapped in transposes), NHWC for conv graphs on
 CPU, 1x1 conv -> matmul (after NHWC), parallel-matmul combining for attention / MLP projections,
 then fusion. A pass is skipped when its digest is in `context.tried` or when, applied to the bound

@@ -6,7 +6,7 @@ expressions). That covers matmul, batch-matmul (B batched or shared), a transpos
 and a 1x1 stride-1 conv in NCHW (W[f, c] @ X[c, h*w]) or NHWC (X[h*w, c] @ W[f, c]^T) whose only
 other block is a plain copy of the input. Kernels with epilogues or non-linear indexing are skipped.
 
-C++ contract (leka.edits / DESIGN.md): `extern "C" int32_t ENTRY(float* p0, ..., float* pn)`, one
+C++ contract (leka.ir.edits / docs/DESIGN.md): `extern "C" int32_t ENTRY(float* p0, ..., float* pn)`, one
 pointer per buffer parameter in order, shapes baked in, returns 0. The kernel: an MR x (NV*lanes)
 register tile of FMAs (AVX-512 with 16 lanes, else AVX2), B packed to a contiguous panel when its
 columns are strided, OpenMP over (batch, column block, row block), tails handled by smaller tiles

@@ -31,7 +31,7 @@ def _context():
     global _CTX
     if _CTX is None:
         _CTX = mp.get_context("forkserver")
-        _CTX.set_forkserver_preload(["torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch", "leka.ir.candidate",
+        _CTX.set_forkserver_preload(["torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch", "leka.ir",
                                      "benchmark.worker", "benchmark.baselines"])
     return _CTX
 

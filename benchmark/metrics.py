@@ -25,10 +25,15 @@ def fast_at(results: Sequence[EvalResult], p: float = 1.0) -> float:
     return sum(1 for r in results if r.measured and (r.speedup or 0.0) > p) / len(results)
 
 
+def geomean(xs: Sequence[float | None]) -> float | None:
+    """Geometric mean of the positive values (None and non-positive ones are skipped; None if none left)."""
+    vals = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in vals) / len(vals)) if vals else None
+
+
 def geomean_speedup(results: Sequence[EvalResult]) -> float | None:
     """Over correct, validly timed results only (None if there are none)."""
-    xs = [r.speedup for r in results if r.measured and r.speedup and r.speedup > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+    return geomean([r.speedup for r in results if r.measured])
 
 
 def summarize(results: Sequence[EvalResult], ps: Sequence[float] = (0.0, 1.0, 1.5, 2.0)) -> dict[str, float | None]:

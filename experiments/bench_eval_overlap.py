@@ -5,22 +5,20 @@ The candidates are the tasks' default lowerings, timed against the untuned basel
 speedup column doubles as a check that the overlap does not bias the timing. Runs alternate
 on / off / off / on ... so drift on a noisy machine hits both arms alike.
 
-    .venv/bin/python experiments/bench_eval_overlap.py [--tasks l3_mobilenet_v2,l2_shufflenet_unit] [--pairs 3]
+    python -m experiments.bench_eval_overlap [--tasks l3_mobilenet_v2,l2_shufflenet_unit] [--pairs 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmark.evaluator import Evaluator
+from benchmark.task import resolve
+from leka.core.config import EvaluatorConfig
 
-from benchmark.evaluator import Evaluator  # noqa: E402
-from benchmark.task import resolve  # noqa: E402
-from leka.core.config import EvaluatorConfig  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:

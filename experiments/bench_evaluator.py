@@ -4,7 +4,7 @@ For each task the default candidate (untuned lowering) is evaluated against itse
 come out correct, and its speedup should lie in [0.97, 1.03]. Prints the median seconds per candidate
 by level and phase (build / check / timing, plus the child's whole wall time) and the A-vs-A fidelity.
 
-    .venv/bin/python experiments/bench_evaluator.py [--subset subset69] [--tasks a,b] [--json OUT]
+    python -m experiments.bench_evaluator [--subset subset69] [--tasks a,b] [--json OUT]
 """
 
 from __future__ import annotations
@@ -12,17 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmark.evaluator import Evaluator
+from benchmark.subsets import load_subset
+from benchmark.task import resolve
+from leka.core.config import EvaluatorConfig
 
-from benchmark.evaluator import Evaluator  # noqa: E402
-from benchmark.subsets import load_subset  # noqa: E402
-from benchmark.task import resolve  # noqa: E402
-from leka.core.config import EvaluatorConfig  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:

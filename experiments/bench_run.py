@@ -4,34 +4,27 @@ Per task: best speedup vs untuned TVM (the run's own measurements) and vs MetaSc
 best candidate re-evaluated against the cached tuned baseline), nodes per level, the route reasons
 that led to the best candidate. Ends with the geometric means.
 
-    .venv/bin/python experiments/bench_run.py [--budget 5m] [--levels 2,3] [--tuned-trials 16]
+    python -m experiments.bench_run [--budget 5m] [--levels 2,3] [--tuned-trials 16]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import sys
 import time
 from pathlib import Path
 
+from benchmark import baselines
+from benchmark.evaluator import Evaluator
+from benchmark.metrics import geomean
+from benchmark.subsets import load_subset
+from benchmark.task import resolve
+from candidate_tree import Tree
+from leka import ir
+from leka.core.config import BaselineConfig, EvaluatorConfig
+from leka.run import parse_duration, run
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from benchmark import baselines  # noqa: E402
-from benchmark.evaluator import Evaluator  # noqa: E402
-from benchmark.subsets import load_subset  # noqa: E402
-from benchmark.task import resolve  # noqa: E402
-from candidate_tree import Tree  # noqa: E402
-from leka import ir  # noqa: E402
-from leka.core.config import BaselineConfig, EvaluatorConfig  # noqa: E402
-from leka.run import parse_duration, run  # noqa: E402
-
-
-def geomean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Candidate-tree throughput: insert a 10,000-node tree (one transaction per node, with results and
 two text artifacts each), then time the queries the search makes. Prints a table.
 
-    .venv/bin/python experiments/bench_tree.py [--nodes 10000] [--sync NORMAL FULL] [--reps 50]
+    python -m experiments.bench_tree [--nodes 10000] [--sync NORMAL FULL] [--reps 50]
 
 Targets (issue 5): insert <= 10 s for 10,000 nodes; best-k and lineage <= 50 ms.
 """
@@ -12,16 +12,13 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from candidate_tree import Tree  # noqa: E402
-from leka.core.types import LEVELS, Edit, EvalResult  # noqa: E402
+from candidate_tree import Tree
+from leka.core.types import LEVELS, Edit, EvalResult
 
 RELAX = "".join(f"    lv{i} = R.call_tir(cls.fused_op{i}, (lv{i - 1},), out_sinfo=R.Tensor((1, 64), 'float32'))\n"
                 for i in range(1, 40))

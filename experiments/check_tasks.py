@@ -4,9 +4,9 @@ For each task: build the seeded model and inputs, torch.export + Relax import, l
 pipeline for the local CPU, build, run once, compare against PyTorch and time one call of each.
 Each task runs in its own child process so a crash (or a TVM abort) costs one row, not the table.
 
-    .venv/bin/python experiments/check_tasks.py                # all tasks
-    .venv/bin/python experiments/check_tasks.py --level 3 --jobs 2
-    .venv/bin/python experiments/check_tasks.py --ids l1_relu6,l2_se_block
+    python -m experiments.check_tasks                # all tasks
+    python -m experiments.check_tasks --level 3 --jobs 2
+    python -m experiments.check_tasks --ids l1_relu6,l2_se_block
 
 Writes experiments/out/check_tasks.json (merged with rows of earlier runs for tasks not re-checked).
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
-import sys
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
@@ -25,8 +24,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 OUT = ROOT / "experiments" / "out" / "check_tasks.json"
 

@@ -1,8 +1,8 @@
-"""Find the first kernel whose output differs between CPU and GPU (DESIGN: DLight's default CUDA
+"""Find the first kernel whose output differs between CPU and GPU (docs/DESIGN.md, "Pinned facts": DLight's default CUDA
 schedules gave NaN on a Llama block). Runs the same lowered module on llvm and cuda, captures every
 kernel's output through the VM instrument, and reports the first divergence.
 
-    python3 experiments/cuda_nan_probe.py [TASK]        # on a GPU host
+    python -m experiments.cuda_nan_probe [TASK]        # on a GPU host
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmark.task import resolve
+from leka import ir
+from leka import tvm_adapter as A
 
-from benchmark.task import resolve  # noqa: E402
-from leka import ir  # noqa: E402
-from leka import tvm_adapter as A  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def capture(backend: str, cand, params, inputs):

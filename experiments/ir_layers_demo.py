@@ -5,9 +5,9 @@ CPU, a thread-binding schedule on CUDA) -> one L2 edit (hand-written C++ on CPU,
 on CUDA) -> an L0 edit on top that shows which L1/L2 entries were carried and which invalidated.
 After each step: correctness against PyTorch and speedup vs the untuned root.
 
-    python experiments/ir_layers_demo.py                       # llvm, both tasks
-    python experiments/ir_layers_demo.py --backend cuda        # on the GPU machine
-    python experiments/ir_layers_demo.py --backend cuda --dry-run   # no GPU: generate + nvcc only
+    python -m experiments.ir_layers_demo                       # llvm, both tasks
+    python -m experiments.ir_layers_demo --backend cuda        # on the GPU machine
+    python -m experiments.ir_layers_demo --backend cuda --dry-run   # no GPU: generate + nvcc only
     ... --out experiments/results/ir_layers_cuda.md            # also write the table
 """
 
@@ -22,17 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # OpenMP (the L2 kernels) and TVM's own thread pool share the cores: spinning OpenMP workers would
 # starve TVM's kernels that run between calls. libgomp reads this once, when it is first loaded.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from benchmark.task import resolve  # noqa: E402
+from benchmark.task import resolve
 from leka import ir
-from leka import tvm_adapter as A  # noqa: E402
-from leka.core.types import Edit  # noqa: E402
-from leka.ir import edits, views  # noqa: E402
-from leka.ir import l2 as L2  # noqa: E402
+from leka import tvm_adapter as A
+from leka.core.types import Edit
+from leka.ir import edits, views
+from leka.ir import l2 as L2
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = {"mbv2": ROOT / "benchmark/examples/mbv2_block.py", "llama": ROOT / "benchmark/examples/llama_block.py"}

@@ -1,8 +1,8 @@
 """Profile the two embedded example tasks (untuned root candidates) and show where the router sends them.
 
-    .venv/bin/python experiments/profile_demo.py            # mbv2 + llama examples, llvm
-    .venv/bin/python experiments/profile_demo.py --refresh  # re-measure this machine's roofs first
-    .venv/bin/python experiments/profile_demo.py --task benchmark/examples/mbv2_block.py
+    python -m experiments.profile_demo            # mbv2 + llama examples, llvm
+    python -m experiments.profile_demo --refresh  # re-measure this machine's roofs first
+    python -m experiments.profile_demo --task benchmark/examples/mbv2_block.py
 
 Prints each report's short text (what an agent's prompt gets) and the routing decision, and writes
 the reports as JSON to experiments/out/profile_demo.json.
@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from agents.hw_sensing import HardwareSensingAgent
+from benchmark.task import load_task_file
+from leka import ir
+from leka.core.protocols import AgentContext
+from profilers.calibrate import peaks
+from profilers.profile import profile_candidate
 
-from agents.hw_sensing import HardwareSensingAgent  # noqa: E402
-from benchmark.task import load_task_file  # noqa: E402
-from leka import ir  # noqa: E402
-from leka.core.protocols import AgentContext  # noqa: E402
-from profilers.calibrate import peaks  # noqa: E402
-from profilers.profile import profile_candidate  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 EXAMPLES = [ROOT / "benchmark" / "examples" / "mbv2_block.py", ROOT / "benchmark" / "examples" / "llama_block.py"]
 

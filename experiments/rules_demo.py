@@ -1,7 +1,7 @@
 """Rule-based policy on the two embedded examples: for each kernel, the best rule trace (L1) and,
 for GEMM-like kernels, the C++ micro-kernel (L2), timed against the untuned kernel.
 
-    .venv/bin/python experiments/rules_demo.py [--kernels N]
+    python -m experiments.rules_demo [--kernels N]
 
 Untuned = the zero pipeline's PrimFunc with no schedule (scalar, single-threaded loops). Timings are
 per kernel, in this process (TVM's thread pool for L1; OpenMP for the C++, called through ctypes).
@@ -10,21 +10,18 @@ per kernel, in this process (TVM's thread pool for L1; OpenMP for the C++, calle
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from agents.common import analyse, rank_kernels  # noqa: E402
-from agents.l1_tir import RuleL1Agent  # noqa: E402
-from agents.l2_source import compile_cpp, gemm_shape, gemm_source, run_cpp  # noqa: E402
-from benchmark.task import load_task_file  # noqa: E402
+from agents.common import analyse, rank_kernels
+from agents.l1_tir import RuleL1Agent
+from agents.l2_source import compile_cpp, gemm_shape, gemm_source, run_cpp
+from benchmark.task import load_task_file
 from leka import ir
-from leka import tvm_adapter as A  # noqa: E402
-from leka.ir import sched  # noqa: E402
+from leka import tvm_adapter as A
+from leka.ir import sched
 
 EX = Path(__file__).resolve().parents[1] / "benchmark" / "examples"
 

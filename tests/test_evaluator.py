@@ -1,5 +1,5 @@
 """The evaluator must accept a correct candidate and reject each adversarial one with the right
-error_kind, and keep going afterwards (DESIGN.md, "Evaluator protocol")."""
+error_kind, and keep going afterwards (docs/DESIGN.md, "Evaluator protocol")."""
 
 from __future__ import annotations
 

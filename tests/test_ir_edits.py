@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from benchmark.task import resolve
+from experiments import ir_layers_demo as D
 from leka import ir
 from leka import tvm_adapter as A
 from leka.core.types import Edit
@@ -18,8 +19,6 @@ from leka.ir import edits, views
 from leka.ir import l2 as L2
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "experiments"))
-import ir_layers_demo as D  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -16,15 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from leka.backends import get_backend
 
-from leka.backends import get_backend  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 SUBSET_DIR = Path(__file__).parent
 DEFAULT_OUT = SUBSET_DIR / "subset69.json"

@@ -17,7 +17,7 @@ from typing import Any
 from leka.core.types import UserError
 
 DOMAINS = ("mobile", "robotics", "aiot")
-# fp32 default per DESIGN; fp16/bf16 are looser
+# fp32 default per docs/DESIGN.md ("Evaluator protocol"); fp16/bf16 are looser
 DEFAULT_TOL = {"float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2)}
 
 

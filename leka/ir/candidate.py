@@ -1,4 +1,4 @@
-"""A candidate as three layers of decisions (DESIGN.md, "A candidate is three layers of decisions").
+"""A candidate as three layers of decisions (docs/DESIGN.md, "A candidate is three layers of decisions").
 
 - L0: the Relax module as lifted-params TVMScript (constants are trailing parameters c0, c1, ...;
   their values live in an .npz, or come from the task's own model for the root).

@@ -3,7 +3,7 @@
 Local tests start an llvm server (and optionally a tracker) on 127.0.0.1; a real board runs
 `python -m tvm.exec.rpc_server --tracker HOST:9190 --key KEY` with a TVM runtime built for it (see
 leka/README.md). The module is built with `build_candidate(..., for_rpc=True)` so that `main` returns
-a tensor, not a 1-tuple (RPC cannot index a remote tuple; see DESIGN.md), exported, uploaded, loaded
+a tensor, not a 1-tuple (RPC cannot index a remote tuple; see docs/DESIGN.md, "Pinned facts"), exported, uploaded, loaded
 into a remote Relax VM, run and timed there.
 """
 
