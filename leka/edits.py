@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from leka import ir, sched
+from leka import ir, l2_guard, sched
 from leka import l2 as L2
 from leka import tvm_adapter as A
 from leka.ir import Candidate, L1Entry, L2Entry
@@ -314,6 +314,8 @@ def _l2_source(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutc
         raise EditError(f"language {lang!r} does not fit backend {c.backend}; use one of {list(allowed)}")
     if not isinstance(text, str) or not text.strip():
         raise EditError("source edit needs payload {'language', 'text', 'entry'}")
+    if found := l2_guard.scan(lang, text):
+        raise EditError(l2_guard.describe(found))
     target = target_for(c)
     layers = ir.lower_layers(c, target, root_params)
     func = _func_of(layers, edit.target, "scheduled")
