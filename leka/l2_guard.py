@@ -104,11 +104,17 @@ def _is_mutable_decl(stmt: str) -> bool:
         if not re.search(r"\b(?:struct|class|union|enum)\s+\w+\s+\**\s*\w+", s):
             return False
     head = s.split("=", 1)[0]
-    if "(" in head and "[" not in head.split("(", 1)[0]:
-        return False  # a function declaration (direct-initialised objects are missed: a lexical check)
+    if "(" in head and "[" not in head.split("(", 1)[0] and _looks_like_params(head):
+        return False  # a function declaration, not an object initialised by `T x(args)`
     if re.search(r"\bconst\b", head) and not re.search(r"\*\s*(?!const\b)\w+\s*(?:\[|$)", head.strip()):
         return False
     return bool(re.search(r"\w", head))
+
+
+def _looks_like_params(head: str) -> bool:
+    """`f(float* x, int n)` / `f()` / `f(void)` declare a function; `v(256)` / `v(N, 0.f)` build an object."""
+    inner = head.split("(", 1)[1].rsplit(")", 1)[0].strip()
+    return not inner or inner == "void" or bool(re.search(r"\w\s*[*&]|\w\s+\w|\.\.\.", inner))
 
 
 def _blank_preprocessor(code: str) -> str:
