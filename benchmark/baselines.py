@@ -104,7 +104,7 @@ def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, in
         runner = runner or prebuild(kind, task=task, root=root, backend=backend, target=target, ms_dir=ms_dir,
                                     cache_dir=cache_dir)
         if sets:
-            return rotating_timer(runner.vm["main"], [runner.to_device(x) for x in sets])
+            return rotating_timer(runner.vm["main"], [runner.to_device(x) for x in sets], sync=runner.dev.sync)
         return tvm_timer(runner, runner.to_device(inputs))
     if kind == "torch":
         import torch

@@ -42,10 +42,11 @@ def tvm_timer(runner, dev_args) -> Timer:
 
 def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
                    check: Callable[[int, Any], None] | None = None,
-                   guard: Callable[[], None] | None = None) -> Timer:
+                   guard: Callable[[], None] | None = None, sync: Callable[[], Any] | None = None) -> Timer:
     """`call(*arg_sets[k])` with k advancing by one every call (and carried across samples, so a
-    sample never starts on the set the previous one ended with). After the timed loop, untimed:
-    `check(k, last_output)` (raises StaleOutput) and `guard()` (raises on changed process state)."""
+    sample never starts on the set the previous one ended with); `sync()` (the device's: GPU calls
+    return before the kernels end) closes the timed region. After it, untimed: `check(k, last_output)`
+    (raises StaleOutput) and `guard()` (raises on changed process state)."""
     n_sets = len(arg_sets)
     state = {"k": 0}
 
@@ -56,6 +57,8 @@ def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
         t0 = time.perf_counter()
         for args in seq:
             out = call(*args)
+        if sync is not None:
+            sync()
         t = time.perf_counter() - t0
         state["k"] = (k0 + n) % n_sets
         if check is not None:

@@ -316,7 +316,7 @@ def _candidate_timer(st: JobState, n_sets: int) -> timing.Timer:
 
     check = check_out if st.cfg.get("check_timed_outputs", True) else None
     guard = st.guard.check if st.guard is not None else None
-    return timing.rotating_timer(runner.vm["main"], sets, check=check, guard=guard)
+    return timing.rotating_timer(runner.vm["main"], sets, check=check, guard=guard, sync=runner.dev.sync)
 
 
 def time_step(st: JobState) -> bool:
