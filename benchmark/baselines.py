@@ -15,6 +15,7 @@ import numpy as np
 
 from benchmark.roots import cache_root, load_root
 from benchmark.task import Task
+from benchmark.timing import Timer, rotating_timer, tvm_timer
 from leka import ir
 from leka import tvm_adapter as A
 
@@ -95,27 +96,31 @@ def prebuild(kind: str, *, task: Task, root: ir.Root, backend: str, target, ms_d
 
 def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, inputs: list[np.ndarray],
                model: Any, ms_dir: str | None = None, cache_dir: str | None = None,
-               runner: A.VMRunner | None = None):
-    """A Timer (benchmark.worker) for the baseline, built in the evaluation child (or given prebuilt)."""
-    from benchmark.worker import python_timer, tvm_timer
-
+               runner: A.VMRunner | None = None, input_sets: list[list[np.ndarray]] | None = None) -> Timer:
+    """A Timer for the baseline, built in the evaluation child (or given prebuilt). With `input_sets`
+    (two or more) its calls rotate through them exactly as the candidate's do; else `inputs`, fixed."""
+    sets = input_sets if input_sets and len(input_sets) > 1 else None
     if kind in ("untuned", "tuned"):
         runner = runner or prebuild(kind, task=task, root=root, backend=backend, target=target, ms_dir=ms_dir,
                                     cache_dir=cache_dir)
+        if sets:
+            return rotating_timer(runner.vm["main"], [runner.to_device(x) for x in sets], sync=runner.dev.sync)
         return tvm_timer(runner, runner.to_device(inputs))
     if kind == "torch":
         import torch
 
-        tin = [torch.from_numpy(a.copy()) for a in inputs]
+        tsets = [[torch.from_numpy(a.copy()) for a in x] for x in (sets or [inputs])]
 
-        def call():
+        def call(*tin):
             with torch.no_grad():
-                model(*tin)
+                return model(*tin)
 
-        return python_timer(call)
+        return rotating_timer(call, tsets)
     if kind == "ort":
-        sess, feeds = ort_session(model, inputs)
-        return python_timer(lambda: sess.run(None, feeds))
+        sess, _ = ort_session(model, inputs)
+        names = [i.name for i in sess.get_inputs()]
+        feeds = [[dict(zip(names, x, strict=True))] for x in (sets or [inputs])]
+        return rotating_timer(lambda f: sess.run(None, f), feeds)
     raise ValueError(f"unknown baseline {kind!r}; use one of {', '.join(BASELINES)}")
 
 

@@ -1,77 +1,33 @@
-"""The evaluator: every candidate is built, checked and timed in a child process with a wall-clock
-timeout and a memory cap (DESIGN.md, "Evaluator protocol"). A crash, hang or blow-up becomes an
-EvalResult with `error_kind`, and the caller goes on.
+"""The evaluator: every candidate is built, checked and timed by a runner (benchmark/runner.py: by
+default a child process with a wall-clock timeout and a memory cap; README "Evaluator protocol").
+A crash, hang or blow-up becomes an EvalResult with `error_kind`, and the caller goes on.
 
-Children are forked from a forkserver that has torch and TVM imported already, so isolation costs
-~20 ms per evaluation instead of ~3 s of imports.
+Local children are forked from a forkserver that has torch and TVM imported already, so isolation
+costs ~20 ms per evaluation instead of ~3 s of imports.
 """
 
 from __future__ import annotations
 
-import json
-import multiprocessing as mp
 import os
-import signal
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-import psutil
-
 from benchmark import baselines
+from benchmark.runner import LocalRunner, Runner
 from benchmark.task import Task
 from leka.core.config import BaselineConfig, EvaluatorConfig
 from leka.core.types import EvalResult
-
-_CTX: Any = None
-
-
-def _context():
-    global _CTX
-    if _CTX is None:
-        _CTX = mp.get_context("forkserver")
-        _CTX.set_forkserver_preload(["torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch", "leka.ir",
-                                     "benchmark.worker", "benchmark.baselines"])
-    return _CTX
-
-
-def _child(job: dict[str, Any], out_path: str) -> None:
-    os.setsid()  # own process group: a timeout kills whatever the candidate spawned too
-    import warnings
-
-    warnings.filterwarnings("ignore", category=FutureWarning)  # torch.export's internal deprecations
-    from benchmark.worker import run_job
-
-    run_job(job, out_path)
-
-
-def _tree_rss(proc: psutil.Process) -> int:
-    total = 0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 class Evaluator:
     """`evaluate(task, candidate)` -> EvalResult. One instance serves a whole run."""
 
     def __init__(self, cfg: EvaluatorConfig | None = None, backend: str = "llvm",
-                 baseline: BaselineConfig | None = None, cache_dir: str | None = None):
+                 baseline: BaselineConfig | None = None, cache_dir: str | None = None,
+                 runner: Runner | None = None):
         self.cfg = cfg or EvaluatorConfig()
+        # where jobs run: a forked local child by default; an RPC device's runner takes the same jobs
+        self.runner: Runner = runner or LocalRunner(self.cfg.timeout_s, self.cfg.memory_cap_gb)
         self.backend = backend
         self.baseline = baseline or BaselineConfig()
         self.cache_dir = cache_dir or self.baseline.cache_dir
@@ -106,54 +62,8 @@ class Evaluator:
 
     def _run_child(self, job: dict[str, Any], task: Task) -> tuple[EvalResult, dict | None]:
         self.n_evals += 1
-        fd, out_path = tempfile.mkstemp(prefix="leka-eval-", suffix=".json")
-        os.close(fd)
-        os.unlink(out_path)
         t0 = time.perf_counter()
-        proc = _context().Process(target=_child, args=(job, out_path), daemon=False)
-        proc.start()
-        ps = psutil.Process(proc.pid)
-        cap = self.cfg.memory_cap_gb * 2**30
-        kill_kind = kill_msg = None
-        peak = 0
         try:
-            while proc.is_alive():
-                proc.join(0.05)
-                elapsed = time.perf_counter() - t0
-                if elapsed > self.cfg.timeout_s:
-                    kill_kind, kill_msg = "timeout", f"no result after {self.cfg.timeout_s:g} s (evaluator.timeout_s)"
-                    break
-                try:
-                    rss = _tree_rss(ps)
-                except psutil.Error:
-                    rss = 0
-                peak = max(peak, rss)
-                if rss > cap:
-                    kill_kind, kill_msg = "oom", (f"resident memory {rss / 2**30:.2f} GiB over the cap of "
-                                                  f"{self.cfg.memory_cap_gb:g} GiB (evaluator.memory_cap_gb)")
-                    break
-        except KeyboardInterrupt:
-            _kill_group(proc.pid)
-            raise
+            return self.runner.submit(job).result()
         finally:
-            if kill_kind or proc.is_alive():
-                _kill_group(proc.pid)
-                proc.join(5)
             self.device_s += time.perf_counter() - t0
-        wall = time.perf_counter() - t0
-        base = {"task": task.id, "backend": self.backend, "baseline": job["baseline"], "wall_s": wall,
-                "seeds": list(self.cfg.seeds), "peak_rss_bytes": peak or None}
-        if kill_kind:
-            Path(out_path).unlink(missing_ok=True)
-            return EvalResult(**base, error_kind=kill_kind, error=kill_msg), None
-        p = Path(out_path)
-        if not p.exists():
-            code = proc.exitcode
-            how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
-            return EvalResult(**base, error_kind="crash", error=f"evaluation process died ({how}) without a result"), None
-        payload = json.loads(p.read_text())
-        p.unlink()
-        res = EvalResult.model_validate(payload["result"])
-        res.wall_s = wall
-        return res, payload.get("profile")
-

@@ -1,5 +1,7 @@
-"""The evaluation child: builds one candidate, checks it against the PyTorch reference over several
-seeds, times it against its baseline in interleaved pairs, and writes an EvalResult as JSON.
+"""The evaluation child, as named steps: `prepare` (task, root, caps) -> `build` (static checks on
+L2 sources, the candidate's build; the baseline builds meanwhile) -> `check` (several seeds against
+the PyTorch reference, process-wide state guarded) -> `profile_export` -> `time_step` (interleaved
+pairs against the baseline, benchmark/timing.py). It writes an EvalResult as JSON.
 
 It runs in a process of its own (benchmark/evaluator.py), so a segfault, hang or memory blow-up in
 a candidate ends this process, never the loop. Anything it can explain it writes as data.
@@ -9,19 +11,27 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import resource
-import statistics
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
-from leka.core.types import EvalResult
+from benchmark import baselines, process_state, timing
+from benchmark.roots import load_root
+from benchmark.task import load_task_file
+from leka import ir
+from leka.ir import l2_guard
+from leka import tvm_adapter as A
+from leka.core.types import EvalResult, UserError
 
 
 def _err(res: EvalResult, kind: str, msg: str) -> EvalResult:
@@ -31,14 +41,10 @@ def _err(res: EvalResult, kind: str, msg: str) -> EvalResult:
 
 
 def _np(t) -> np.ndarray:
-    import torch
-
     return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
 
 
 def _flat_torch(out) -> list[np.ndarray]:
-    import torch
-
     if isinstance(out, torch.Tensor):
         return [_np(out)]
     if isinstance(out, (list, tuple)):
@@ -85,65 +91,6 @@ def compare(outs: list[np.ndarray], refs: list[np.ndarray], atol: float, rtol: f
     return None, "", max_abs, max_rel
 
 
-class Timer:
-    """Something that can be timed: `sample(number)` returns seconds per call for one sample."""
-
-    def __init__(self, sample: Callable[[int], float]):
-        self.sample = sample
-
-
-def tvm_timer(runner, dev_args) -> Timer:
-    return Timer(lambda n: runner.time_per_call(dev_args, n))
-
-
-def python_timer(fn: Callable[[], Any]) -> Timer:
-    def sample(n: int) -> float:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        return (time.perf_counter() - t0) / n
-
-    return Timer(sample)
-
-
-def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
-    """A B A B ... (order alternating per pair), warm-up first; `number` per sample adapts so one
-    sample lasts ~sample_s; the pair count fits timing_budget_s within [min_pairs, max_pairs]."""
-    t0 = time.perf_counter()
-    for _ in range(max(1, cfg["warmup"])):
-        tc1 = cand.sample(1)
-        tb1 = base.sample(1)
-    # a sample is the best of `reps` short runs: a preempted run (other processes on the same
-    # cores) then costs one repetition, not the pair; slow calls (>= sample_s) run once
-    reps = max(1, int(cfg.get("sample_repeats", 3)))
-    nc = max(1, math.ceil(cfg["sample_s"] / reps / max(tc1, 1e-7)))
-    nb = max(1, math.ceil(cfg["sample_s"] / reps / max(tb1, 1e-7)))
-    rc = reps if nc * tc1 < cfg["sample_s"] else 1
-    rb = reps if nb * tb1 < cfg["sample_s"] else 1
-
-    def one(t: Timer, n: int, r: int) -> float:
-        return min(t.sample(n) for _ in range(r))
-
-    per_pair = rc * nc * tc1 + rb * nb * tb1
-    pairs = int(min(cfg["max_pairs"], max(cfg["min_pairs"], cfg["timing_budget_s"] // max(per_pair, 1e-9))))
-    tcs, tbs = [], []
-    for i in range(pairs):
-        if i % 2 == 0:
-            tc = one(cand, nc, rc)
-            tb = one(base, nb, rb)
-        else:
-            tb = one(base, nb, rb)
-            tc = one(cand, nc, rc)
-        tcs.append(tc)
-        tbs.append(tb)
-    ratios = sorted(b / c for b, c in zip(tbs, tcs, strict=True) if c > 0)
-    med = statistics.median(ratios)
-    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], med, ratios[-1]]
-    spread = (q[-1] - q[0]) / med if med > 0 else math.inf
-    return {"speedup": med, "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
-            "spread": spread, "pairs": pairs, "number": [nc, nb], "repeats": [rc, rb], "timing_s": time.perf_counter() - t0}
-
-
 def _nbytes(arrays) -> int:
     return int(sum(np.asarray(a).nbytes for a in arrays))
 
@@ -175,153 +122,263 @@ class _Background:
         return self._value
 
 
+@dataclass
+class JobState:
+    """What one evaluation job carries from step to step (prepare -> build -> check -> profile/export
+    -> time). A step returns False once it has written its failure into `res`."""
+
+    job: dict[str, Any]
+    res: EvalResult
+    cfg: dict[str, Any]
+    backend: str
+    task: Any = None
+    root: Any = None
+    cand: Any = None
+    target: Any = None
+    atol: float = 1e-4
+    rtol: float = 1e-4
+    built: Any = None
+    runner: Any = None  # A.VMRunner of the candidate
+    base_prep: _Background | None = None
+    model: Any = None
+    inputs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
+    refs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
+    profile: dict | None = None
+    guard: Any = None  # process_state.Guard once the candidate is about to run
+
+
+def prepare(st: JobState) -> bool:
+    """Task, imported root, the input-size cap, the candidate and the target."""
+    job, cfg, res = st.job, st.cfg, st.res
+    st.task = task = load_task_file(job["task_path"])
+    res.task = task.id
+    st.atol, st.rtol = job.get("atol", task.atol), job.get("rtol", task.rtol)
+    try:
+        st.root = load_root(task, cache_dir=job.get("cache_dir"))
+    except A.ImportFailure as e:
+        _err(res, "import", str(e))
+        return False
+    size = _nbytes(st.root.params.values()) + _nbytes(_np(t) for t in task.make_inputs(0))
+    if size > cfg["input_cap_gb"] * 2**30:
+        _err(res, "bad_input", f"inputs + params are {size / 2**30:.2f} GiB, over the cap of "
+             f"{cfg['input_cap_gb']} GiB (evaluator.input_cap_gb)")
+        return False
+    st.cand = (ir.Candidate.model_validate(job["candidate"]) if job.get("candidate")
+               else ir.root_candidate(task, st.backend, st.root))
+    st.target = A.make_target(st.backend)
+    return True
+
+
+def build(st: JobState) -> bool:
+    """Static checks on L2 sources, then the candidate's build (the TVM baseline's build overlaps it
+    on a second thread, joined before anything runs so checks and timings have the machine)."""
+    job, cfg, res = st.job, st.cfg, st.res
+    if cfg.get("static_check", True):
+        found = l2_guard.scan_candidate(st.cand)
+        if found:
+            _err(res, "illegal_source", l2_guard.describe(found))
+            return False
+    if job.get("time") and job.get("baseline") in ("untuned", "tuned") and cfg.get("overlap_baseline_build", True):
+        st.base_prep = _Background(lambda: baselines.prebuild(
+            job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
+            ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir")))
+    t0 = time.perf_counter()
+    try:
+        st.built = ir.build_candidate(st.cand, st.target, st.root.params)
+    except Exception as e:  # noqa: BLE001 - a candidate that does not build is data
+        res.build_s = time.perf_counter() - t0
+        _err(res, "compile", _short(e))
+        return False
+    res.build_s = time.perf_counter() - t0
+    res.compiled = True
+    res.planned_memory_bytes = A.planned_memory_bytes(st.built.lowered, st.target)
+    st.runner = A.VMRunner(st.built.executable, A.device_for(st.backend))
+    if st.base_prep is not None:
+        st.base_prep.wait()
+    return True
+
+
+def _check_seeds(st: JobState) -> list[int]:
+    seeds = list(st.cfg["seeds"])
+    if st.cfg.get("fresh_seed", True):
+        # a seed nobody knew before this evaluation: outputs baked into a source for the fixed
+        # seeds cannot pass it
+        fresh = random.SystemRandom().randrange(10**6, 2**31 - 8000)
+        st.res.extra["fresh_seed"] = fresh
+        seeds.append(fresh)
+    return seeds
+
+
+def _run_candidate(st: JobState, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+    """(inputs, outputs) of one checked run; None once the failure is in res."""
+    runner, res = st.runner, st.res
+    inputs = [_np(t) for t in st.task.make_inputs(seed)]
+    if st.cfg.get("poison", True):
+        # stale buffers from a run on other valid inputs must not pass as this seed's output
+        poison = [_np(t) for t in st.task.make_inputs(seed + 7919)]
+        try:
+            runner.run_device(runner.to_device(poison))
+        except Exception:  # noqa: BLE001 - the checked run below reports the error
+            pass
+    dev_args = runner.to_device(inputs)
+    try:
+        outs = [o.numpy() for o in runner.run_device(dev_args)]
+    except Exception as e:  # noqa: BLE001
+        _err(res, "runtime", f"seed {seed}: {_short(e)}")
+        return None
+    for i, (a, d) in enumerate(zip(inputs, dev_args, strict=True)):
+        if not np.array_equal(a, d.numpy(), equal_nan=True):
+            _err(res, "input_mutated", f"seed {seed}: the candidate wrote into input {i}")
+            return None
+    return inputs, outs
+
+
+def check(st: JobState) -> bool:
+    """Candidate outputs for every seed first, the reference afterwards, so a candidate can never
+    read a reference result that already exists in this process."""
+    res, t0 = st.res, time.perf_counter()
+    seeds = _check_seeds(st)
+    st.guard = process_state.Guard() if st.cfg.get("process_check", True) else None
+    outs_by_seed = []
+    for seed in seeds:
+        got = _run_candidate(st, seed)
+        if got is None or not _guard_ok(st, f"seed {seed}"):
+            res.check_s = time.perf_counter() - t0
+            return False
+        st.inputs_by_seed.append(got[0])
+        outs_by_seed.append(got[1])
+    st.model = st.task.make_model()
+    max_abs = max_rel = 0.0
+    for seed, outs in zip(seeds, outs_by_seed, strict=True):
+        with torch.no_grad():
+            refs = _flat_torch(st.model(*st.task.make_inputs(seed)))
+        st.refs_by_seed.append(refs)
+        kind, msg, ea, er = compare(outs, refs, st.atol, st.rtol)
+        if not math.isnan(ea):
+            max_abs, max_rel = max(max_abs, ea), max(max_rel, er)
+        if kind:
+            res.max_abs_err, res.max_rel_err = (None if math.isnan(ea) else ea), (None if math.isnan(er) else er)
+            _err(res, kind, f"seed {seed}: {msg}")
+            res.check_s = time.perf_counter() - t0
+            return False
+    res.max_abs_err, res.max_rel_err = max_abs, max_rel
+    res.correct = True
+    res.check_s = time.perf_counter() - t0
+    res.peak_memory_bytes = int((res.planned_memory_bytes or 0) + _nbytes(st.root.params.values())
+                                + _nbytes(st.inputs_by_seed[0]) + _nbytes(outs_by_seed[0]))
+    return True
+
+
+def _guard_ok(st: JobState, where: str) -> bool:
+    if st.guard is None:
+        return True
+    try:
+        st.guard.check()
+    except process_state.ProcessStateChanged as e:
+        _err(st.res, "process_state", f"after the candidate's run ({where}): {e}")
+        return False
+    return True
+
+
+def profile_export(st: JobState) -> bool:
+    """The profile (advice: its failure is noted, not fatal) and the exported library, on seed-0 data."""
+    job = st.job
+    if job.get("profile"):
+        try:
+            from profilers.profile import profile_built
+
+            dev_args = st.runner.to_device(st.inputs_by_seed[0])  # never on zeros: seed-0 data
+            rep = profile_built(st.built, dev_args, st.target, backend=st.backend, candidate=st.cand)
+            st.profile = rep.model_dump(mode="json")
+        except Exception as e:  # noqa: BLE001 - a profile is advice; its failure is noted
+            st.profile = {"error": _short(e)}
+    if job.get("export"):
+        ir.export(st.built, job["export"])
+    return True
+
+
+def _timing_sets(st: JobState) -> int:
+    """How many of the checked input sets the timing rotates through (1 = one fixed set, TVM's loop)."""
+    k = int(st.cfg.get("timing_input_sets", 4))
+    return max(1, min(k, len(st.inputs_by_seed)))
+
+
+def _candidate_timer(st: JobState, n_sets: int) -> timing.Timer:
+    runner = st.runner
+    if n_sets == 1:
+        return timing.tvm_timer(runner, runner.to_device(st.inputs_by_seed[0]))
+    sets = [runner.to_device(x) for x in st.inputs_by_seed[:n_sets]]
+
+    def check_out(k: int, out) -> None:
+        outs = [o.numpy() for o in A.flatten_outputs(out)]
+        kind, msg, _, _ = compare(outs, st.refs_by_seed[k], st.atol, st.rtol)
+        if kind:
+            raise timing.StaleOutput(f"the last timed call of a sample, on input set {k}: {msg}")
+
+    check = check_out if st.cfg.get("check_timed_outputs", True) else None
+    guard = st.guard.check if st.guard is not None else None
+    return timing.rotating_timer(runner.vm["main"], sets, check=check, guard=guard, sync=runner.dev.sync)
+
+
+def time_step(st: JobState) -> bool:
+    """Paired, interleaved timing against the baseline in this one process."""
+    job, cfg, res = st.job, st.cfg, st.res
+    if not (job.get("time") and job.get("baseline")):
+        return True
+    n_sets = _timing_sets(st)
+    base = baselines.make_timer(job["baseline"], task=st.task, root=st.root, backend=st.backend,
+                                target=st.target, inputs=st.inputs_by_seed[0], model=st.model,
+                                ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"),
+                                runner=st.base_prep.result() if st.base_prep is not None else None,
+                                input_sets=st.inputs_by_seed[:n_sets] if n_sets > 1 else None)
+    try:
+        tm = timing.paired_timing(_candidate_timer(st, n_sets), base, cfg)
+    except timing.StaleOutput as e:
+        res.correct = False
+        _err(res, "stale_output", f"{e} (the checked runs passed: the kernel returns a result it did "
+             "not compute for these inputs, or finishes after returning)")
+        return False
+    except process_state.ProcessStateChanged as e:
+        _err(res, "process_state", f"during timing: {e}")
+        return False
+    res.speedup = tm["speedup"]
+    res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
+    res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
+    res.timing_valid = tm["spread"] <= cfg["max_spread"]
+    res.extra["number"] = tm["number"]
+    res.extra["timing_input_sets"] = n_sets
+    if not res.timing_valid:
+        _err(res, "timing_invalid", f"timing spread {tm['spread']:.3f} over the bound "
+             f"{cfg['max_spread']} (evaluator.max_spread); speedup not trusted")
+    return True
+
+
+STEPS = (prepare, build, check, profile_export, time_step)
+
+
 def run_job(job: dict[str, Any], out_path: str) -> None:
-    """Entry point of the child. Always writes out_path unless the process itself dies."""
-    import torch
-
-    from benchmark import baselines
-    from benchmark.roots import load_root
-    from benchmark.task import load_task_file
-    from leka import ir
-    from leka import tvm_adapter as A
-    from leka.core.types import UserError
-
+    """Entry point of the child: the steps in order. Always writes out_path unless the process dies."""
     torch.set_num_threads(job.get("threads", 2))
     t_start = time.perf_counter()
     cfg = job["evaluator"]
-    backend = job.get("backend", "llvm")
-    res = EvalResult(task=job.get("task_id", "?"), backend=backend, baseline=job.get("baseline"),
-                     seeds=list(cfg["seeds"]))
-    profile = None
-
-    def finish() -> None:
-        res.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        res.wall_s = time.perf_counter() - t_start
-        payload = {"result": res.model_dump(mode="json"), "profile": profile}
-        tmp = Path(out_path + ".tmp")
-        tmp.write_text(json.dumps(payload))
-        tmp.replace(out_path)
-
+    st = JobState(job=job, cfg=cfg, backend=job.get("backend", "llvm"),
+                  res=EvalResult(task=job.get("task_id", "?"), backend=job.get("backend", "llvm"),
+                                 baseline=job.get("baseline"), seeds=list(cfg["seeds"])))
     try:
-        task = load_task_file(job["task_path"])
-        res.task = task.id
-        atol, rtol = job.get("atol", task.atol), job.get("rtol", task.rtol)
-        try:
-            root = load_root(task, cache_dir=job.get("cache_dir"))
-        except A.ImportFailure as e:
-            _err(res, "import", str(e))
-            return finish()
-        size = _nbytes(root.params.values()) + _nbytes(_np(t) for t in task.make_inputs(0))
-        if size > cfg["input_cap_gb"] * 2**30:
-            _err(res, "bad_input", f"inputs + params are {size / 2**30:.2f} GiB, over the cap of "
-                 f"{cfg['input_cap_gb']} GiB (evaluator.input_cap_gb)")
-            return finish()
-        cand = ir.Candidate.model_validate(job["candidate"]) if job.get("candidate") else ir.root_candidate(task, backend, root)
-        target = A.make_target(backend)
-        dev = A.device_for(backend)
-        base_prep = None
-        if job.get("time") and job.get("baseline") in ("untuned", "tuned") and cfg.get("overlap_baseline_build", True):
-            # the baseline's build + link overlaps the candidate's (half a Level-3 evaluation); joined
-            # before anything runs, so checks and timings still have the machine to themselves
-            base_prep = _Background(lambda: baselines.prebuild(
-                job["baseline"], task=task, root=root, backend=backend, target=target,
-                ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir")))
-        t0 = time.perf_counter()
-        try:
-            built = ir.build_candidate(cand, target, root.params)
-        except Exception as e:  # noqa: BLE001 - a candidate that does not build is data
-            res.build_s = time.perf_counter() - t0
-            _err(res, "compile", _short(e))
-            return finish()
-        res.build_s = time.perf_counter() - t0
-        res.compiled = True
-        res.planned_memory_bytes = A.planned_memory_bytes(built.lowered, target)
-        runner = A.VMRunner(built.executable, dev)
-        if base_prep is not None:
-            base_prep.wait()
-
-        # ---- correctness: candidate outputs for every seed first, the reference afterwards, so a
-        # candidate can never read a reference result that already exists in this process
-        t0 = time.perf_counter()
-        outs_by_seed, inputs_by_seed = [], []
-        for seed in cfg["seeds"]:
-            inputs = [_np(t) for t in task.make_inputs(seed)]
-            if cfg.get("poison", True):
-                # stale buffers from a run on other valid inputs must not pass as this seed's output
-                poison = [_np(t) for t in task.make_inputs(seed + 7919)]
-                try:
-                    runner.run_device(runner.to_device(poison))
-                except Exception:  # noqa: BLE001 - the checked run below reports the error
-                    pass
-            dev_args = runner.to_device(inputs)
-            try:
-                outs = [o.numpy() for o in runner.run_device(dev_args)]
-            except Exception as e:  # noqa: BLE001
-                _err(res, "runtime", f"seed {seed}: {_short(e)}")
-                res.check_s = time.perf_counter() - t0
-                return finish()
-            for i, (a, d) in enumerate(zip(inputs, dev_args, strict=True)):
-                if not np.array_equal(a, d.numpy(), equal_nan=True):
-                    _err(res, "input_mutated", f"seed {seed}: the candidate wrote into input {i}")
-                    res.check_s = time.perf_counter() - t0
-                    return finish()
-            outs_by_seed.append(outs)
-            inputs_by_seed.append(inputs)
-        model = task.make_model()
-        max_abs = max_rel = 0.0
-        for seed, outs in zip(cfg["seeds"], outs_by_seed, strict=True):
-            with torch.no_grad():
-                refs = _flat_torch(model(*task.make_inputs(seed)))
-            kind, msg, ea, er = compare(outs, refs, atol, rtol)
-            if not math.isnan(ea):
-                max_abs, max_rel = max(max_abs, ea), max(max_rel, er)
-            if kind:
-                res.max_abs_err, res.max_rel_err = (None if math.isnan(ea) else ea), (None if math.isnan(er) else er)
-                _err(res, kind, f"seed {seed}: {msg}")
-                res.check_s = time.perf_counter() - t0
-                return finish()
-        res.max_abs_err, res.max_rel_err = max_abs, max_rel
-        res.correct = True
-        res.check_s = time.perf_counter() - t0
-        out_bytes = _nbytes(outs_by_seed[0])
-        res.peak_memory_bytes = int((res.planned_memory_bytes or 0) + _nbytes(root.params.values())
-                                    + _nbytes(inputs_by_seed[0]) + out_bytes)
-
-        dev_args = runner.to_device(inputs_by_seed[0])  # never time on zeros: seed-0 data
-        if job.get("profile"):
-            try:
-                from profilers.profile import profile_built
-
-                rep = profile_built(built, dev_args, target, backend=backend, candidate=cand)
-                profile = rep.model_dump(mode="json")
-            except Exception as e:  # noqa: BLE001 - a profile is advice; its failure is noted
-                profile = {"error": _short(e)}
-        if job.get("export"):
-            ir.export(built, job["export"])
-
-        # ---- timing against the baseline, interleaved in this one process
-        if job.get("time") and job.get("baseline"):
-            base = baselines.make_timer(job["baseline"], task=task, root=root, backend=backend,
-                                        target=target, inputs=inputs_by_seed[0], model=model,
-                                        ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"),
-                                        runner=base_prep.result() if base_prep is not None else None)
-            tm = paired_timing(tvm_timer(runner, dev_args), base, cfg)
-            res.speedup = tm["speedup"]
-            res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
-            res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
-            res.timing_valid = tm["spread"] <= cfg["max_spread"]
-            res.extra["number"] = tm["number"]
-            if not res.timing_valid:
-                _err(res, "timing_invalid", f"timing spread {tm['spread']:.3f} over the bound "
-                     f"{cfg['max_spread']} (evaluator.max_spread); speedup not trusted")
-        return finish()
+        for step in STEPS:
+            if not step(st):
+                break
     except UserError as e:
-        _err(res, "bad_input", str(e))
-        return finish()
+        _err(st.res, "bad_input", str(e))
     except Exception as e:  # noqa: BLE001 - anything else is still a result, with its traceback
-        _err(res, "runtime", f"{_short(e)}\n{traceback.format_exc()[-1500:]}")
-        return finish()
-
+        _err(st.res, "runtime", f"{_short(e)}\n{traceback.format_exc()[-1500:]}")
+    res = st.res
+    res.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    res.wall_s = time.perf_counter() - t_start
+    payload = {"result": res.model_dump(mode="json"), "profile": st.profile}
+    tmp = Path(out_path + ".tmp")
+    tmp.write_text(json.dumps(payload))
+    tmp.replace(out_path)
 
 if __name__ == "__main__":  # `python -m benchmark.worker JOB.json OUT.json` (debugging a job by hand)
     run_job(json.loads(Path(sys.argv[1]).read_text()), sys.argv[2])

@@ -165,23 +165,24 @@ extern "C" int32_t ENTRY(float* x, float* w, float* out) {
 
 
 @pytest.mark.parametrize(("cache", "correct"), [(False, True), (True, False)])
-def test_candidate_that_caches_its_output_is_rejected(task, ev, tmp_path, cache, correct):
+def test_candidate_that_caches_its_output_is_rejected(task, tmp_path, cache, correct):
     """An L2 C++ kernel that computes once and replays that result afterwards: the poison run on
-    other inputs and the three seeds must expose it; the same kernel without the cache passes."""
+    other inputs and the three seeds must expose it; the same kernel without the cache passes.
+    The static check (which rejects its `static` cache outright, tests/test_evaluator_integrity.py)
+    is off here, so this tests the runtime defence alone."""
     from leka import tvm_adapter as A
-    from leka.core.types import Edit
-    from leka.ir.edits import apply_edit
+    from leka.ir import L2Entry
 
+    ev = Evaluator(EvaluatorConfig(timeout_s=60, memory_cap_gb=2.0, static_check=False),
+                   cache_dir=str(tmp_path))
     root = ir.import_root(task)
     cand = ir.root_candidate(task, root=root)
-    (kernel,) = list(ir.lowered_module(cand, A.make_target("llvm"), root.params)[1])
+    layers = ir.lower_layers(cand, A.make_target("llvm"), root.params)
+    ((kernel, key),) = list(layers.l2_keys.items())
     entry = f"leka_cached_{int(cache)}"
     src = CACHING_CPP.replace("ENTRY", entry).replace("CACHE", "true" if cache else "false")
-    out = apply_edit(cand, Edit(level="L2", kind="source", target=kernel,
-                                payload={"language": "cpp", "text": src, "entry": entry}),
-                     workdir=tmp_path, root_params=root.params)
-    assert out.ok, out.error
-    res = ev.evaluate(task, out.candidate, time_it=False)
+    cand = cand.model_copy(update={"l2": {key: L2Entry(kernel=kernel, language="cpp", text=src, entry=entry)}})
+    res = ev.evaluate(task, cand, time_it=False)
     assert res.compiled and res.correct is correct, (res.error_kind, res.error)
     if not correct:
         assert res.error_kind == "mismatch"

@@ -34,6 +34,12 @@ class EvaluatorConfig(_Section):
     max_spread: float = 0.10  # timing valid if IQR/median of the per-pair ratios is under this
     poison: bool = True  # run on poison inputs before each checked run, so stale buffers fail
     overlap_baseline_build: bool = True  # build the TVM baseline on a second thread during the candidate build
+    # integrity (issue 13, docs/threat_model.md)
+    timing_input_sets: int = 4  # timed calls rotate through this many checked input sets; 1 = one fixed set
+    check_timed_outputs: bool = True  # the last output of each timing sample is checked (stale_output)
+    fresh_seed: bool = True  # one more checked seed, drawn per evaluation
+    static_check: bool = True  # L2 sources are scanned before the build (illegal_source)
+    process_check: bool = True  # process-wide settings checked after each candidate run (process_state)
 
 
 class BaselineConfig(_Section):

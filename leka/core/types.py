@@ -28,6 +28,9 @@ ErrorKind = Literal[
     "oom",  # the child process went over its memory cap
     "crash",  # the child process died (segfault, abort) without a result
     "timing_invalid",  # correct, but the paired timings were too noisy to trust
+    "illegal_source",  # an L2 source keeps state, starts threads, changes process settings or reads files
+    "stale_output",  # a timed call's output does not match its inputs' reference (replayed / unfinished)
+    "process_state",  # the candidate changed process-wide settings (affinity, threads, FP mode, env)
 ]
 
 

@@ -33,7 +33,7 @@ from leka import ir
 from leka import tvm_adapter as A
 from leka.backends import get_backend
 from leka.core.types import BudgetExhausted, Edit, edit_digest
-from leka.ir import Candidate, L1Entry, L2Entry, sched
+from leka.ir import Candidate, L1Entry, L2Entry, l2_guard, sched
 from leka.ir import l2 as L2
 
 L0_PASSES: dict[str, Callable] = dict(A.L0_PASS_FNS)
@@ -315,6 +315,8 @@ def _l2_source(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutc
         raise EditError(f"language {lang!r} does not fit backend {c.backend}; use one of {list(allowed)}")
     if not isinstance(text, str) or not text.strip():
         raise EditError("source edit needs payload {'language', 'text', 'entry'}")
+    if found := l2_guard.scan(lang, text):
+        raise EditError(l2_guard.describe(found))
     target = target_for(c)
     layers = ir.lower_layers(c, target, root_params)
     func = _func_of(layers, edit.target, "scheduled")

@@ -1,0 +1,170 @@
+"""Where an evaluation job runs, in the manner of MetaSchedule's builder / runner split
+(`Runner.run(inputs) -> futures`, `future.done()`, `future.result()`).
+
+A job is the JSON-able dict `Evaluator` makes (task path, candidate, evaluator config, baseline, ...);
+running it means the steps of benchmark/worker.py (prepare -> build -> check -> profile/export ->
+time) somewhere, and its answer is `(EvalResult, profile dict or None)`. Failures are data there too:
+a runner never raises for a candidate's fault.
+
+- `LocalRunner`: a child process forked from a forkserver that has torch and TVM loaded, with a
+  wall-clock timeout and a memory cap over the child's whole process tree (crash / hang / OOM
+  become results).
+- An RPC runner (a device reached through TVM RPC, e.g. an OpenCL board) implements the same
+  `Runner` protocol: `submit(job)` returns an `EvalFuture`; the steps it runs remotely are the
+  worker's, with the build on the host. The backend that needs it provides it.
+
+No tvm import here.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import psutil
+
+from leka.core.types import EvalResult
+
+_CTX: Any = None
+
+
+@runtime_checkable
+class EvalFuture(Protocol):
+    """One submitted job: `done()` without blocking, `result()` blocks until there is one."""
+
+    def done(self) -> bool: ...
+
+    def result(self) -> tuple[EvalResult, dict | None]: ...
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """Runs evaluation jobs (benchmark/worker.py's steps) somewhere: a local child, an RPC device."""
+
+    def submit(self, job: dict[str, Any]) -> EvalFuture: ...
+
+
+def _context():
+    global _CTX
+    if _CTX is None:
+        _CTX = mp.get_context("forkserver")
+        _CTX.set_forkserver_preload(["torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch", "leka.ir",
+                                     "benchmark.worker", "benchmark.baselines"])
+    return _CTX
+
+
+def _child(job: dict[str, Any], out_path: str) -> None:
+    os.setsid()  # own process group: a timeout kills whatever the candidate spawned too
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)  # torch.export's internal deprecations
+    # imported here, in the child: the parent (and its forkserver's preload list) decides what is loaded
+    from benchmark.worker import run_job
+
+    run_job(job, out_path)
+
+
+def _tree_rss(proc: psutil.Process) -> int:
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class LocalFuture:
+    """A job in a forked child; `result()` watches it (timeout, memory cap) and reads its answer."""
+
+    def __init__(self, job: dict[str, Any], timeout_s: float, memory_cap_gb: float):
+        self.job, self.timeout_s, self.cap = job, timeout_s, memory_cap_gb * 2**30
+        fd, self.out_path = tempfile.mkstemp(prefix="leka-eval-", suffix=".json")
+        os.close(fd)
+        os.unlink(self.out_path)
+        self.t0 = time.perf_counter()
+        self.proc = _context().Process(target=_child, args=(job, self.out_path), daemon=False)
+        self.proc.start()
+        self._result: tuple[EvalResult, dict | None] | None = None
+
+    def done(self) -> bool:
+        return self._result is not None or not self.proc.is_alive()
+
+    def _watch(self) -> tuple[str | None, str | None, int]:
+        proc, ps = self.proc, psutil.Process(self.proc.pid)
+        kill_kind = kill_msg = None
+        peak = 0
+        try:
+            while proc.is_alive():
+                proc.join(0.05)
+                if time.perf_counter() - self.t0 > self.timeout_s:
+                    kill_kind, kill_msg = "timeout", f"no result after {self.timeout_s:g} s (evaluator.timeout_s)"
+                    break
+                try:
+                    rss = _tree_rss(ps)
+                except psutil.Error:
+                    rss = 0
+                peak = max(peak, rss)
+                if rss > self.cap:
+                    kill_kind, kill_msg = "oom", (f"resident memory {rss / 2**30:.2f} GiB over the cap of "
+                                                  f"{self.cap / 2**30:g} GiB (evaluator.memory_cap_gb)")
+                    break
+        except KeyboardInterrupt:
+            _kill_group(proc.pid)
+            raise
+        finally:
+            if kill_kind or proc.is_alive():
+                _kill_group(proc.pid)
+                proc.join(5)
+        return kill_kind, kill_msg, peak
+
+    def result(self) -> tuple[EvalResult, dict | None]:
+        if self._result is None:
+            self._result = self._collect()
+        return self._result
+
+    def _collect(self) -> tuple[EvalResult, dict | None]:
+        kill_kind, kill_msg, peak = self._watch()
+        wall = time.perf_counter() - self.t0
+        job = self.job
+        base = {"task": job.get("task_id", "?"), "backend": job.get("backend", "llvm"), "baseline": job["baseline"],
+                "wall_s": wall, "seeds": list(job["evaluator"]["seeds"]), "peak_rss_bytes": peak or None}
+        p = Path(self.out_path)
+        if kill_kind:
+            p.unlink(missing_ok=True)
+            return EvalResult(**base, error_kind=kill_kind, error=kill_msg), None
+        if not p.exists():
+            code = self.proc.exitcode
+            how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+            return EvalResult(**base, error_kind="crash", error=f"evaluation process died ({how}) without a result"), None
+        payload = json.loads(p.read_text())
+        p.unlink()
+        res = EvalResult.model_validate(payload["result"])
+        res.wall_s = wall
+        return res, payload.get("profile")
+
+
+class LocalRunner:
+    """Each job in a child process of this machine (the default runner)."""
+
+    def __init__(self, timeout_s: float = 600.0, memory_cap_gb: float = 8.0):
+        self.timeout_s, self.memory_cap_gb = timeout_s, memory_cap_gb
+
+    def submit(self, job: dict[str, Any]) -> LocalFuture:
+        return LocalFuture(job, self.timeout_s, self.memory_cap_gb)

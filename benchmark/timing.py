@@ -1,0 +1,114 @@
+"""The timing protocol: a candidate and its baseline timed in interleaved pairs (benchmark/README.md,
+"Evaluator protocol").
+
+A `Timer` is anything with `sample(number) -> seconds per call`. Two kinds of TVM timer exist:
+
+- `tvm_timer`: TVM's time_evaluator on one fixed input set (the protocol before issue 13, kept for
+  `evaluator.timing_input_sets = 1` and for side-by-side comparisons).
+- `rotating_timer`: every call gets the next of K distinct input sets (precomputed, with their
+  references), so no two consecutive calls see the same inputs and a kernel that replays its last
+  result cannot go faster than one that computes; the last output of each sample is checked against
+  that set's reference (`StaleOutput` when it does not match) and a `guard` runs after each sample
+  (process-wide state, benchmark/process_state.py). Both arms of a pair rotate alike.
+
+No tvm import here: timers take plain callables.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from itertools import cycle, islice
+from typing import Any
+
+
+class StaleOutput(RuntimeError):
+    """A timed call's output does not match its own inputs' reference (a replayed or unfinished result)."""
+
+
+class Timer:
+    """Something that can be timed: `sample(number)` returns seconds per call for one sample."""
+
+    def __init__(self, sample: Callable[[int], float]):
+        self.sample = sample
+
+
+def tvm_timer(runner, dev_args) -> Timer:
+    """One fixed input set, TVM's own loop (no Python between calls)."""
+    return Timer(lambda n: runner.time_per_call(dev_args, n))
+
+
+def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
+                   check: Callable[[int, Any], None] | None = None,
+                   guard: Callable[[], None] | None = None, sync: Callable[[], Any] | None = None) -> Timer:
+    """`call(*arg_sets[k])` with k advancing by one every call (and carried across samples, so a
+    sample never starts on the set the previous one ended with); `sync()` (the device's: GPU calls
+    return before the kernels end) closes the timed region. After it, untimed: `check(k, last_output)`
+    (raises StaleOutput) and `guard()` (raises on changed process state)."""
+    n_sets = len(arg_sets)
+    state = {"k": 0}
+
+    def sample(n: int) -> float:
+        k0 = state["k"]
+        seq = list(islice(cycle(arg_sets[k0:] + arg_sets[:k0]) if n_sets > 1 else cycle(arg_sets), n))
+        out = None
+        t0 = time.perf_counter()
+        for args in seq:
+            out = call(*args)
+        if sync is not None:
+            sync()
+        t = time.perf_counter() - t0
+        state["k"] = (k0 + n) % n_sets
+        if check is not None:
+            check((k0 + n - 1) % n_sets, out)
+        if guard is not None:
+            guard()
+        return t / n
+
+    return Timer(sample)
+
+
+def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    """Warm-up, then (number, repeats) per arm so one sample lasts ~sample_s, and the pair count."""
+    for _ in range(max(1, cfg["warmup"])):
+        tc1 = cand.sample(1)
+        tb1 = base.sample(1)
+    # a sample is the best of `reps` short runs: a preempted run (other processes on the same
+    # cores) then costs one repetition, not the pair; slow calls (>= sample_s) run once
+    reps = max(1, int(cfg.get("sample_repeats", 3)))
+    nc = max(1, math.ceil(cfg["sample_s"] / reps / max(tc1, 1e-7)))
+    nb = max(1, math.ceil(cfg["sample_s"] / reps / max(tb1, 1e-7)))
+    rc = reps if nc * tc1 < cfg["sample_s"] else 1
+    rb = reps if nb * tb1 < cfg["sample_s"] else 1
+    per_pair = rc * nc * tc1 + rb * nb * tb1
+    pairs = int(min(cfg["max_pairs"], max(cfg["min_pairs"], cfg["timing_budget_s"] // max(per_pair, 1e-9))))
+    return nc, rc, nb, rb, pairs
+
+
+def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
+    """A B A B ... (order alternating per pair), warm-up first; `number` per sample adapts so one
+    sample lasts ~sample_s; the pair count fits timing_budget_s within [min_pairs, max_pairs]."""
+    t0 = time.perf_counter()
+    nc, rc, nb, rb, pairs = _plan(cand, base, cfg)
+
+    def one(t: Timer, n: int, r: int) -> float:
+        return min(t.sample(n) for _ in range(r))
+
+    tcs, tbs = [], []
+    for i in range(pairs):
+        if i % 2 == 0:
+            tc = one(cand, nc, rc)
+            tb = one(base, nb, rb)
+        else:
+            tb = one(base, nb, rb)
+            tc = one(cand, nc, rc)
+        tcs.append(tc)
+        tbs.append(tb)
+    ratios = sorted(b / c for b, c in zip(tbs, tcs, strict=True) if c > 0)
+    med = statistics.median(ratios)
+    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], med, ratios[-1]]
+    spread = (q[-1] - q[0]) / med if med > 0 else math.inf
+    return {"speedup": med, "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
+            "spread": spread, "pairs": pairs, "number": [nc, nb], "repeats": [rc, rb], "timing_s": time.perf_counter() - t0}
