@@ -29,9 +29,9 @@ from benchmark import baselines, process_state, timing
 from benchmark.roots import load_root
 from benchmark.task import load_task_file
 from leka import ir
-from leka.ir import l2_guard
 from leka import tvm_adapter as A
 from leka.core.types import EvalResult, UserError
+from leka.ir import l2_guard
 
 
 def _err(res: EvalResult, kind: str, msg: str) -> EvalResult:

@@ -28,9 +28,9 @@ from benchmark.evaluator import Evaluator
 from benchmark.task import resolve
 from leka import ir
 from leka.core.config import EvaluatorConfig
-from leka.ir.edits import apply_edit
-from leka.ir import L2Entry
 from leka.core.protocols import AgentContext
+from leka.ir import L2Entry
+from leka.ir.edits import apply_edit
 
 OLD = {"timing_input_sets": 1, "check_timed_outputs": False, "fresh_seed": False, "process_check": False}
 

@@ -13,11 +13,10 @@ import pytest
 from benchmark.evaluator import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
-from leka.ir import l2_guard
 from leka.core.config import EvaluatorConfig
-from leka.ir.edits import apply_edit
-from leka.ir import L2Entry
 from leka.core.types import Edit
+from leka.ir import L2Entry, l2_guard
+from leka.ir.edits import apply_edit
 
 DATA = Path(__file__).parent / "data"
 # the protocol before issue 13 (one fixed timing input set, no checks of timed outputs, no fresh
