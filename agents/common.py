@@ -121,6 +121,9 @@ def block_infos(sch) -> list[BlockInfo]:
 
 
 def _classify_main(b: BlockInfo) -> str:
+    """The schedule template for a kernel's main reduction block. Not the kernel classifier
+    (`leka.ir.classify`, what profiles report): a pooling window is scheduled like a conv and a
+    grouped conv like a depthwise one, and matmuls split into batched or not."""
     red = {v for v, _ in b.reduce}
     # a dimension indexed by a spatial and a reduction iterator together: a sliding window (conv)
     window = any(d & red and d - red for ld in b.loads for d in ld.dims)

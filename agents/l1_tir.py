@@ -131,6 +131,15 @@ def gemm_trace(func, info: KernelInfo, lanes: int, rows: int, vec_mult: int, k_s
     outer_tile = outer + ([u0] if u0 else ([by_var[tile]] if tile else [])) + [v0]
     inner = ([u1] if u1 else []) + [v1, v2]
     r.do("reorder", outer_tile + red + k_inner + inner)
+    _place_and_annotate(r, info, main, mb, left, producers, outer_tile, red, k_inner, (u1, v0, v1, v2))
+    return r.steps
+
+
+def _place_and_annotate(r: Recorder, info: KernelInfo, main, mb: str, left: list[str], producers: list[str],
+                        outer_tile: list, red: list, k_inner: list, loops: tuple) -> None:
+    """The second half of `gemm_trace`: accumulator in registers, epilogues and producers placed at
+    the tile, then parallel / unroll / vectorise and the reduction's init split off."""
+    u1, v0, v1, v2 = loops
     # the accumulator tile lives in a small buffer LLVM keeps in registers
     cw = r.try_("cache_write", mb, 0, "global")
     if cw:
@@ -176,7 +185,6 @@ def gemm_trace(func, info: KernelInfo, lanes: int, rows: int, vec_mult: int, k_s
         if init:
             il = r.loops(init[0])
             r.try_("vectorize", il[-1])
-    return r.steps
 
 
 def _cw_name(r: Recorder, handle: str) -> str:

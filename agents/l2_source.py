@@ -210,8 +210,13 @@ def gemm_source(g: GemmShape, entry: str, lanes: int = 16, mr: int = 6, nv: int 
         V, load, store, fma, bcast, zero = ("__m256", "_mm256_loadu_ps", "_mm256_storeu_ps",
                                             "_mm256_fmadd_ps", "_mm256_set1_ps", "_mm256_setzero_ps")
         vl = 8
-    params = ", ".join(f"float* p{i}" for i in range(g.n_params))
     pack = g.sb[2] != 1
+    return _gemm_helpers(g, isa, (V, load, store, fma, bcast, zero), vl, mr, nv, pack) + _gemm_entry(g, entry, pack)
+
+
+def _gemm_helpers(g: GemmShape, isa: str, ops: tuple[str, ...], vl: int, mr: int, nv: int, pack: bool) -> str:
+    """The micro-kernel's includes and its register-tile helpers (an anonymous namespace)."""
+    V, load, store, fma, bcast, zero = ops
     return f"""// LEKA rule L2: {isa} GEMM micro-kernel, C[{g.batch}][{g.m}][{g.n}] = A[{g.m}][{g.k}] * B[{g.k}][{g.n}]
 // strides (elements): A {g.sa}, B {g.sb}, C {g.sc}; B {'packed from strided columns' if pack else 'read in place'}
 #include <immintrin.h>
@@ -264,7 +269,13 @@ inline void scalar_cols(const float* A, const float* B, long ldb, float* C, long
 }}
 }}  // namespace
 
-extern "C" int32_t {entry}({params}) {{
+"""
+
+
+def _gemm_entry(g: GemmShape, entry: str, pack: bool) -> str:
+    """The exported C entry point: B packed if strided, the tiles in parallel, then the column tail."""
+    params = ", ".join(f"float* p{i}" for i in range(g.n_params))
+    return f"""extern "C" int32_t {entry}({params}) {{
   const float* A0 = p{g.a};
   const float* B0 = p{g.b};
   float* C0 = p{g.c};

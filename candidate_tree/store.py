@@ -19,151 +19,27 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from candidate_tree.schema import (
+    DB_NAME,
+    LEVEL_RANK,
+    NODE_COLUMNS,
+    NODE_RECORD,
+    NODES_DIR,
+    SCHEMA_SQL,
+    SCHEMA_VERSION,
+    SETTLED,
+    SETTLED_VALUES,
+    Node,
+    NodeStatus,
+    check_artifact_name,
+    decide,
+    dump_json,
+    is_timed,
+)
 from leka.core.types import LEVELS, Edit, EvalResult, Level
-
-DB_NAME = "tree.sqlite"
-NODES_DIR = "nodes"
-SCHEMA_VERSION = 1
-NODE_RECORD = "_node.json"  # the human-readable record written next to a node's mirrored artifacts
-
-
-class NodeStatus(str, Enum):
-    PROPOSED = "proposed"  # edit accepted, candidate not built yet
-    BUILT = "built"  # compiled, not yet checked
-    FAILED = "failed"  # did not compile / run / match the reference
-    CORRECT = "correct"  # matches the reference, no trustworthy timing
-    MEASURED = "measured"  # correct and timed; accepted into the search
-    PENDING = "pending"  # correct and timed but slower than its parent: acceptance deferred
-    PRUNED = "pruned"  # given up on (deferral ran out, or an ancestor was pruned)
-    INVALIDATED = "invalidated"  # a result later found untrustworthy
-
-    def __str__(self) -> str:
-        return self.value
-
-
-# Statuses a search may expand from, and statuses after which a node's evaluation is over.
-FRONTIER = (NodeStatus.CORRECT, NodeStatus.MEASURED, NodeStatus.PENDING)
-SETTLED = (NodeStatus.FAILED, NodeStatus.CORRECT, NodeStatus.MEASURED, NodeStatus.PENDING, NodeStatus.PRUNED)
-_SETTLED_VALUES = frozenset(s.value for s in SETTLED)
-_RANK: dict[str | None, int] = {None: -1, **{lv: i for i, lv in enumerate(LEVELS)}}
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tree_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS nodes (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    parent INTEGER REFERENCES nodes(id),
-    level TEXT,
-    edit TEXT,
-    candidate_hash TEXT NOT NULL,
-    status TEXT NOT NULL,
-    result TEXT,
-    profile TEXT,
-    route_reason TEXT NOT NULL DEFAULT '',
-    meta TEXT NOT NULL DEFAULT '{}',
-    speedup REAL,            -- copied out of `result` (correct results only) so best-k is one index scan
-    correct INTEGER NOT NULL DEFAULT 0,
-    timing_valid INTEGER NOT NULL DEFAULT 0,
-    defer_left INTEGER,      -- follow-ups left while pending
-    followups TEXT,          -- JSON list of descendant ids already counted against defer_left
-    created REAL NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS nodes_parent ON nodes(parent);
-CREATE INDEX IF NOT EXISTS nodes_hash ON nodes(candidate_hash);
-CREATE INDEX IF NOT EXISTS nodes_status ON nodes(status);
--- best-k walks this index from the top and stops after k rows
-CREATE INDEX IF NOT EXISTS nodes_best ON nodes(speedup DESC, id)
-    WHERE speedup IS NOT NULL AND correct=1 AND timing_valid=1;
-CREATE TABLE IF NOT EXISTS artifacts (
-    node_id INTEGER NOT NULL REFERENCES nodes(id),
-    name TEXT NOT NULL,
-    is_text INTEGER NOT NULL,
-    data BLOB NOT NULL,
-    PRIMARY KEY (node_id, name)
-) WITHOUT ROWID;
-"""
-
-_COLS = ", ".join(f"nodes.{c}" for c in (
-    "id", "parent", "level", "edit", "candidate_hash", "status", "result", "profile", "route_reason", "meta",
-    "defer_left", "created", "updated")) + (", "
-         "(SELECT group_concat(name, char(10)) FROM artifacts a WHERE a.node_id = nodes.id) AS artifact_names")
-
-
-class Node(BaseModel):
-    """One candidate in the tree, as read back from the store."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: int
-    parent: int | None = None
-    level: Level | None = None
-    edit: Edit | None = None
-    candidate_hash: str
-    status: NodeStatus
-    result: EvalResult | None = None
-    profile: dict[str, Any] | None = None
-    route_reason: str = ""
-    meta: dict[str, Any] = Field(default_factory=dict)
-    defer_left: int | None = None
-    artifacts: list[str] = Field(default_factory=list)  # artifact names, sorted
-    created: float
-    updated: float
-
-    @property
-    def artifacts_dir(self) -> str:
-        """Where the artifacts are mirrored, relative to the run folder (`Tree.artifact_dir` for a Path)."""
-        return f"{NODES_DIR}/{self.id}"
-
-    @property
-    def speedup(self) -> float | None:
-        r = self.result
-        return r.speedup if r is not None and r.correct else None
-
-
-def _check_name(name: str) -> str:
-    # plain string checks: this runs for every artifact of every node
-    if (not name or name.startswith("/") or "\\" in name or not name.isprintable()
-            or any(part in ("", ".", "..") for part in name.split("/"))):
-        raise ValueError(f"bad artifact name {name!r}: use a relative path like 'relax.py' or 'tir/main.py'")
-    if name == NODE_RECORD:
-        raise ValueError(f"artifact name {NODE_RECORD!r} is reserved")
-    return name
-
-
-def _dump(x: BaseModel | dict[str, Any] | None) -> str | None:
-    if x is None:
-        return None
-    if isinstance(x, BaseModel):
-        return x.model_dump_json()
-    return json.dumps(x, sort_keys=True, default=str)
-
-
-def _timed(r: EvalResult | None) -> bool:
-    return r is not None and r.measured
-
-
-def _decide(result: EvalResult, level: str | None, ref: float | None, defer: int
-            ) -> tuple[NodeStatus, int | None, str | None]:
-    """(status, defer_left, prune reason) of a node just evaluated, given its parent's speedup `ref`."""
-    st = derive_status(result)
-    if st != NodeStatus.MEASURED or ref is None or result.speedup is None or result.speedup >= ref:
-        return st, None, None
-    if defer > 0 and level is not None and _RANK[level] < len(LEVELS) - 1:
-        return NodeStatus.PENDING, defer, None
-    return NodeStatus.PRUNED, None, f"slower than its parent ({result.speedup:.4g} < {ref:.4g}), no deferral"
-
-
-def derive_status(result: EvalResult) -> NodeStatus:
-    """The status an evaluation result implies, before deferred acceptance is applied."""
-    if not result.compiled or not result.correct:
-        return NodeStatus.FAILED
-    return NodeStatus.MEASURED if result.measured else NodeStatus.CORRECT
 
 
 class Tree:
@@ -205,7 +81,7 @@ class Tree:
             return
         with self._tx() as c:
             # statement by statement: executescript() would COMMIT the surrounding transaction
-            for stmt in _SCHEMA.split(";"):
+            for stmt in SCHEMA_SQL.split(";"):
                 if stmt.strip():
                     c.execute(stmt)
             c.execute("INSERT OR IGNORE INTO tree_meta(key, value) VALUES ('schema_version', ?)",
@@ -257,7 +133,7 @@ class Tree:
 
     def _select(self, where: str = "", params: tuple[Any, ...] = (), tail: str = "") -> list[Node]:
         with self._lock:
-            rows = self._db.execute(f"SELECT {_COLS} FROM nodes {where} {tail}", params).fetchall()
+            rows = self._db.execute(f"SELECT {NODE_COLUMNS} FROM nodes {where} {tail}", params).fetchall()
         return [self._row_to_node(r) for r in rows]
 
     # ----------------------------------------------------------------- writes
@@ -277,7 +153,7 @@ class Tree:
         if level is not None and level not in LEVELS:
             raise ValueError(f"bad level {level!r}; expected one of {LEVELS} or None")
         status = NodeStatus(status)
-        arts = {_check_name(k): v for k, v in (artifacts or {}).items()}
+        arts = {check_artifact_name(k): v for k, v in (artifacts or {}).items()}
         now = time.time()
         d = self.defer if defer is None else defer
         speedup, correct, timing_valid = self._result_cols(result)
@@ -292,7 +168,7 @@ class Tree:
                 ref = row[0] if row[1] else None
             if settle and result is not None and status in (NodeStatus.PROPOSED, NodeStatus.MEASURED):
                 # decided before the INSERT: a new node has no children, so no cascade is needed
-                status, defer_left, reason = _decide(result, level, ref, d)
+                status, defer_left, reason = decide(result, level, ref, d)
                 if reason:
                     meta["pruned_reason"] = reason
             elif status == NodeStatus.PENDING:
@@ -301,8 +177,8 @@ class Tree:
                 "INSERT INTO nodes(parent, level, edit, candidate_hash, status, result, profile, route_reason,"
                 " meta, speedup, correct, timing_valid, defer_left, followups, created, updated)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (parent, level, _dump(edit), candidate_hash, status.value, _dump(result), _dump(profile),
-                 route_reason, _dump(meta), speedup, correct, timing_valid, defer_left,
+                (parent, level, dump_json(edit), candidate_hash, status.value, dump_json(result), dump_json(profile),
+                 route_reason, dump_json(meta), speedup, correct, timing_valid, defer_left,
                  None if defer_left is None else "[]", now, now))
             nid = int(cur.lastrowid or 0)
             self._put_artifacts(c, nid, arts)
@@ -318,7 +194,7 @@ class Tree:
         """Change a node in one transaction. `meta` is merged into the stored meta; artifacts are added
         or replaced by name. A new result without an explicit status derives the status and applies
         deferred acceptance, as in `add_node`."""
-        arts = {_check_name(k): v for k, v in (artifacts or {}).items()}
+        arts = {check_artifact_name(k): v for k, v in (artifacts or {}).items()}
         with self._tx() as c:
             row = c.execute("SELECT meta FROM nodes WHERE id=?", (nid,)).fetchone()
             if row is None:
@@ -331,14 +207,14 @@ class Tree:
                 pend = NodeStatus(status) == NodeStatus.PENDING
                 sets["defer_left"], sets["followups"] = (d, "[]") if pend else (None, None)
             if result is not None:
-                sets["result"] = _dump(result)
+                sets["result"] = dump_json(result)
                 sets["speedup"], sets["correct"], sets["timing_valid"] = self._result_cols(result)
             if profile is not None:
-                sets["profile"] = _dump(profile)
+                sets["profile"] = dump_json(profile)
             if route_reason is not None:
                 sets["route_reason"] = route_reason
             if meta:
-                sets["meta"] = _dump({**json.loads(row[0]), **meta})
+                sets["meta"] = dump_json({**json.loads(row[0]), **meta})
             c.execute(f"UPDATE nodes SET {', '.join(f'{k}=?' for k in sets)} WHERE id=?", (*sets.values(), nid))
             self._put_artifacts(c, nid, arts)
             if settle and result is not None and status in (None, NodeStatus.PROPOSED, NodeStatus.MEASURED):
@@ -399,13 +275,13 @@ class Tree:
             "SELECT parent, level, status, result FROM nodes WHERE id=?", (nid,)).fetchone()
         result = EvalResult.model_validate_json(result_s) if result_s else None
         if derive and result is not None:
-            new, left, reason = _decide(result, level, self._ref_speedup(c, parent), defer)
+            new, left, reason = decide(result, level, self._ref_speedup(c, parent), defer)
             c.execute("UPDATE nodes SET status=?, defer_left=?, followups=?, updated=? WHERE id=?",
                       (new.value, left, None if left is None else "[]", time.time(), nid))
             if reason:
                 self._prune(c, nid, reason)
             status = new.value
-        if status in _SETTLED_VALUES:
+        if status in SETTLED_VALUES:
             self._notify(c, nid, level, result, defer)
 
     def _notify(self, c: sqlite3.Connection, nid: int, level: str | None, result: EvalResult | None,
@@ -419,7 +295,7 @@ class Tree:
             " WHERE n.parent IS NOT NULL) "
             "SELECT nodes.id, nodes.parent, nodes.level, nodes.defer_left, nodes.followups FROM anc"
             " JOIN nodes ON nodes.id = anc.id WHERE nodes.status='pending' ORDER BY anc.depth", (nid,)).fetchall()
-        speedup = result.speedup if _timed(result) else None
+        speedup = result.speedup if is_timed(result) else None
         now = time.time()
         for aid, aparent, alevel, left, followups in anc:
             if c.execute("SELECT status FROM nodes WHERE id=?", (aid,)).fetchone()[0] != "pending":
@@ -430,7 +306,7 @@ class Tree:
                           " meta=json_set(meta, '$.accepted_by', ?) WHERE id=?", (now, nid, aid))
                 continue
             counted = json.loads(followups or "[]")
-            if _RANK[level] <= _RANK[alevel] or nid in counted:
+            if LEVEL_RANK[level] <= LEVEL_RANK[alevel] or nid in counted:
                 continue
             counted.append(nid)
             left = (left if left is not None else defer) - 1
@@ -488,7 +364,7 @@ class Tree:
             rows = self._db.execute(
                 "WITH RECURSIVE anc(id, depth) AS (SELECT ?, 0 UNION ALL SELECT n.parent, anc.depth + 1"
                 " FROM nodes n JOIN anc ON n.id = anc.id WHERE n.parent IS NOT NULL) "
-                f"SELECT {_COLS} FROM anc JOIN nodes ON nodes.id = anc.id ORDER BY anc.depth DESC",
+                f"SELECT {NODE_COLUMNS} FROM anc JOIN nodes ON nodes.id = anc.id ORDER BY anc.depth DESC",
                 (nid,)).fetchall()
         if not rows:
             raise KeyError(f"no node {nid}")

@@ -71,8 +71,6 @@ def _views(cand, root, task) -> dict[str, str]:
 
 def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "runs", json_out: str | None = None,
             config_files: list[str] = (), overrides: list[str] = (), quiet: bool = False) -> OneShotResult:
-    from benchmark.evaluator import Evaluator
-    from benchmark.metrics import fast_at
     from benchmark.roots import load_root
     from benchmark.task import resolve
     from leka import ir
@@ -136,14 +134,7 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
         res.error_kind = "compile"
         res.error = "; ".join(rejected)[:4000] if rejected else (agent.last_error or "the reply held no edits")
     else:
-        final = state["cand"]
-        (run_dir / "candidate.json").write_text(final.model_dump_json(indent=1))
-        ev = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline).evaluate(task, final)
-        (run_dir / "eval.json").write_text(ev.model_dump_json(indent=1))
-        res.compile_at_1, res.correct_at_1 = ev.compiled, ev.correct
-        res.fast_at_1 = fast_at([ev], 1.0) == 1.0
-        res.speedup, res.timing_valid = ev.speedup, ev.timing_valid
-        res.error_kind, res.error = ev.error_kind, ev.error
+        _evaluate(res, cfg, task, state["cand"], run_dir)
     res.wall_s = round(time.monotonic() - t0, 2)
     text = res.model_dump_json(indent=1)
     (run_dir / "oneshot.json").write_text(text)
@@ -154,6 +145,20 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
     if not quiet:
         _print(res)
     return res
+
+
+def _evaluate(res: OneShotResult, cfg: LekaConfig, task, final, run_dir: Path) -> None:
+    """Evaluate the candidate the edits made, once; its metrics go into `res`."""
+    from benchmark.evaluator import Evaluator
+    from benchmark.metrics import fast_at
+
+    (run_dir / "candidate.json").write_text(final.model_dump_json(indent=1))
+    ev = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline).evaluate(task, final)
+    (run_dir / "eval.json").write_text(ev.model_dump_json(indent=1))
+    res.compile_at_1, res.correct_at_1 = ev.compiled, ev.correct
+    res.fast_at_1 = fast_at([ev], 1.0) == 1.0
+    res.speedup, res.timing_valid = ev.speedup, ev.timing_valid
+    res.error_kind, res.error = ev.error_kind, ev.error
 
 
 def _print(r: OneShotResult) -> None:

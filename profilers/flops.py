@@ -14,12 +14,9 @@ from typing import Any
 import numpy as np
 
 from leka import tvm_adapter as A
-from profilers.report import COMPUTE_KINDS, KINDS, Kind  # noqa: F401 - re-exported
+from leka.ir.classify import classify
 
-# names the legalizer gives to blocks (topi / relax legalize), for kinds structure alone cannot tell
-_CONV_WORDS = ("conv",)
-_DEPTHWISE_WORDS = ("depthwise", "group_conv")
-_MATMUL_WORDS = ("matmul", "dense", "batch_matmul", "gemm", "T_matmul")
+__all__ = ["buffer_bytes", "classify", "count_flops", "describe", "kernel_cost"]
 
 
 def _dtype_bytes(dtype: str) -> int:
@@ -47,34 +44,6 @@ def kernel_cost(func) -> tuple[float, int]:
     est = A.estimate_tir_flops(func)
     flops = est if est else float(count_flops(func))
     return flops, buffer_bytes(func)
-
-
-def classify(func, blocks: list[dict[str, Any]] | None = None) -> Kind:
-    """The kernel's dominant op: the first of conv / depthwise_conv / matmul / reduction / injective
-    that any of its blocks is; "layout" when every block only moves data (transpose, reshape,
-    broadcast, pad, layout_transform)."""
-    blocks = A.sblock_summaries(func) if blocks is None else blocks
-    if not blocks:
-        return "injective"
-    reductions = [b for b in blocks if "R" in b["iters"]]
-    for b in reductions:
-        name = b["name"].lower()
-        if any(w in name for w in _CONV_WORDS):
-            # depthwise: a grouped conv whose per-group input-channel reduction is 1 wide
-            red = [e for k, e in zip(b["iters"], b["extents"], strict=False) if k == "R"]
-            if any(w in name for w in _DEPTHWISE_WORDS) and red and red[0] == 1:
-                return "depthwise_conv"
-            return "conv"
-    for b in reductions:
-        named = any(w.lower() in b["name"].lower() for w in _MATMUL_WORDS)
-        # a sum over products of two tensors with >= 2 free axes is a (batched) matmul
-        if named or (b["mul_of_loads"] and b["iters"].count("S") >= 2):
-            return "matmul"
-    if reductions:
-        return "reduction"
-    if all(b["copy"] for b in blocks):
-        return "layout"
-    return "injective"
 
 
 def describe(func) -> dict[str, Any]:

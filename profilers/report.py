@@ -6,11 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from leka.core.types import COMPUTE_KINDS, KernelKind
+from leka.core.types import KERNEL_KINDS as KINDS
 from profilers.calibrate import Peaks
 
-Kind = Literal["matmul", "conv", "depthwise_conv", "reduction", "injective", "layout"]
-KINDS: tuple[Kind, ...] = ("matmul", "conv", "depthwise_conv", "reduction", "injective", "layout")
-COMPUTE_KINDS = ("matmul", "conv", "depthwise_conv")  # kinds whose inner loop should be packed FMAs
+Kind = KernelKind
+__all__ = ["COMPUTE_KINDS", "KINDS", "Kind", "SMALL_KERNEL_S", "BuiltinProfile", "KernelProfile", "ProfileReport"]
 
 # A kernel this short per call is dominated by call overhead, not by its own work (L0 evidence:
 # many such kernels want fusing).

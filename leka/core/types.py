@@ -14,6 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 Level = Literal["L0", "L1", "L2"]
 LEVELS: tuple[Level, ...] = ("L0", "L1", "L2")
 
+# What a kernel's dominant op is (leka.ir.classify), as profiles and views report it.
+KernelKind = Literal["matmul", "conv", "depthwise_conv", "reduction", "injective", "layout"]
+KERNEL_KINDS: tuple[KernelKind, ...] = ("matmul", "conv", "depthwise_conv", "reduction", "injective", "layout")
+COMPUTE_KINDS = ("matmul", "conv", "depthwise_conv")  # kinds whose inner loop should be packed FMAs
+
 # Why a candidate was rejected. Kept as a closed set so metrics and tests can count them.
 ErrorKind = Literal[
     "bad_input",  # the task or candidate file itself is unusable (no Model, unparsable text, ...)

@@ -13,6 +13,7 @@ from leka import ir
 from leka import tvm_adapter as A
 from leka.ir import Candidate
 from leka.ir import l2 as L2
+from leka.ir.classify import classify
 
 
 def elide(text: str, max_chars: int) -> str:
@@ -100,25 +101,13 @@ def source_view(c: Candidate, kernel: str, target=None, max_chars: int = 8000, r
     return elide("\n\n".join(texts) or src, max_chars)
 
 
-def _pattern_guess(func, name: str) -> str:
-    attrs = func.attrs or {}
-    kind = {0: "elemwise", 1: "broadcast", 2: "injective", 3: "reduce", 4: "out-elemwise-fusable",
-            7: "opaque"}.get(int(attrs["op_pattern"]), "?") if "op_pattern" in attrs else ""
-    for word, label in (("conv2d", "conv"), ("matmul", "matmul"), ("dense", "matmul"), ("softmax", "softmax"),
-                        ("mean", "reduce"), ("sum", "reduce"), ("pool", "pool"), ("transpose", "layout"),
-                        ("reshape", "layout")):
-        if word in name:
-            return f"{label}{'/' + kind if kind else ''}"
-    return kind or "elemwise/injective"
-
-
 def kernel_table(c: Candidate, target=None, root_params=None) -> list[dict[str, Any]]:
-    """One row per PrimFunc: name, L1 key, L2 key, op pattern guess, whether an entry applies."""
+    """One row per PrimFunc: name, L1 key, L2 key, its kind (`leka.ir.classify`), whether an entry applies."""
     layers = ir.lower_layers(c, _target(c, target), root_params)
     rows = []
     for name, f in A.prim_funcs(layers.unscheduled).items():
         k1, k2 = layers.l1_keys[name], layers.l2_keys.get(name, "")
-        rows.append({"name": name, "l1_key": k1, "l2_key": k2, "pattern": _pattern_guess(f, name),
+        rows.append({"name": name, "l1_key": k1, "l2_key": k2, "pattern": classify(f),
                      "buffers": [f"{list(s)} {d}" for _, s, d in A.buffer_signature(f)],
                      "has_l1": k1 in c.l1, "has_l2": k2 in c.l2})
     return rows
