@@ -42,11 +42,13 @@ def tvm_timer(runner, dev_args) -> Timer:
 
 def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
                    check: Callable[[int, Any], None] | None = None,
-                   guard: Callable[[], None] | None = None, sync: Callable[[], Any] | None = None) -> Timer:
+                   guard: Callable[[], None] | None = None, sync: Callable[[], Any] | None = None,
+                   clock: Callable[[], float] = time.perf_counter) -> Timer:
     """`call(*arg_sets[k])` with k advancing by one every call (and carried across samples, so a
     sample never starts on the set the previous one ended with); `sync()` (the device's: GPU calls
     return before the kernels end) closes the timed region. After it, untimed: `check(k, last_output)`
-    (raises StaleOutput) and `guard()` (raises on changed process state)."""
+    (raises StaleOutput) and `guard()` (raises on changed process state). `clock` is wall time; a
+    single-threaded comparison on a loaded machine may pass `time.thread_time`."""
     n_sets = len(arg_sets)
     state = {"k": 0}
 
@@ -54,12 +56,12 @@ def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
         k0 = state["k"]
         seq = list(islice(cycle(arg_sets[k0:] + arg_sets[:k0]) if n_sets > 1 else cycle(arg_sets), n))
         out = None
-        t0 = time.perf_counter()
+        t0 = clock()
         for args in seq:
             out = call(*args)
         if sync is not None:
             sync()
-        t = time.perf_counter() - t0
+        t = clock() - t0
         state["k"] = (k0 + n) % n_sets
         if check is not None:
             check((k0 + n - 1) % n_sets, out)

@@ -299,7 +299,7 @@ def profile_export(st: JobState) -> bool:
 
 def _timing_sets(st: JobState) -> int:
     """How many of the checked input sets the timing rotates through (1 = one fixed set, TVM's loop)."""
-    k = int(st.cfg.get("timing_input_sets", 4))
+    k = int(st.cfg.get("timing_input_sets", 2))
     return max(1, min(k, len(st.inputs_by_seed)))
 
 

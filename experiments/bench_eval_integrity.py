@@ -1,36 +1,43 @@
 """Timing protocol before and after issue 13, side by side: honest kernels must keep their speedup,
 an input-keyed memo kernel must lose its advantage or be rejected.
 
-For each GEMM-like task the rule L2 agent's C++ micro-kernel (an honest kernel with a real speedup)
-is evaluated against the untuned baseline under
-- old: one fixed input set timed by TVM's loop, no output check of timed calls, no fresh seed, no
-  process-state guard (the protocol before issue 13);
-- new: the defaults (timed calls rotate through 4 checked input sets, the last output of each sample
-  checked, a fresh seed, the process-state guard, the static check);
-runs alternate old / new / new / old ... so drift on a loaded machine hits both alike. Then the same
-kernel wrapped in an input-keyed memo (returns a copy of its last output when sampled inputs match
-the last call's) under both protocols, with the static check off so the runtime defences are what
-is measured.
+The honest kernel of each GEMM-like task is the rule L2 agent's C++ micro-kernel (a real speedup).
+A. In this process, single-threaded, timed on the thread's CPU clock so the preemptions of a loaded
+   machine do not count: its speedup over the untuned baseline with timed calls on one fixed input set
+   (the inputs of the old protocol) against calls rotating through 2 and 4 checked sets (the new
+   protocol; `evaluator.timing_input_sets`), and TVM's own loop on one set (the old timer), both arms alike, arms interleaved.
+B. The evaluator end to end, old protocol (`timing_input_sets=1`, no timed-output check, no fresh
+   seed, no process guard) against the defaults, on the honest kernel and on the same kernel behind an
+   input-keyed memo (returns a copy of its last output when sampled inputs match the last call's),
+   static check off so the runtime defences are what is measured; then the memo with it on.
 
-    PYTHONPATH=. .venv/bin/python experiments/bench_eval_integrity.py [--tasks ...] [--reps 3]
+    PYTHONPATH=. .venv/bin/python experiments/bench_eval_integrity.py [--tasks ...] [--rounds 5] [--reps 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
-from agents.l2_source import RuleL2Agent
-from benchmark.evaluator import Evaluator
-from benchmark.task import resolve
-from leka import ir
-from leka.core.config import EvaluatorConfig
-from leka.core.protocols import AgentContext
-from leka.ir import L2Entry
-from leka.ir.edits import apply_edit
+# one thread in TVM and OpenMP (set before TVM loads): part A reads the thread's own CPU clock
+os.environ.setdefault("TVM_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from agents.l2_source import RuleL2Agent  # noqa: E402
+from benchmark import timing  # noqa: E402
+from benchmark.evaluator import Evaluator  # noqa: E402
+from benchmark.task import resolve  # noqa: E402
+from leka import ir  # noqa: E402
+from leka import tvm_adapter as A  # noqa: E402
+from leka.core.config import EvaluatorConfig  # noqa: E402
+from leka.ir.edits import apply_edit  # noqa: E402
+from leka.ir import L2Entry  # noqa: E402
+from leka.core.protocols import AgentContext  # noqa: E402
 
 OLD = {"timing_input_sets": 1, "check_timed_outputs": False, "fresh_seed": False, "process_check": False}
 
@@ -60,11 +67,9 @@ def honest_candidate(task, workdir: Path):
     ctx = AgentContext(task_id=task.id, backend="llvm", level="L2", variants=1, num_cores=2)
     edits = [e for e in RuleL2Agent(root_params=root.params).propose(cand, ctx) if e.kind == "source"]
     if not edits:
-        raise SystemExit(f"{task.id}: the rule L2 agent has no GEMM kernel for it")
+        return None
     out = apply_edit(cand, edits[0], workdir=workdir, root_params=root.params)
-    if not out.ok:
-        raise SystemExit(f"{task.id}: {out.error}")
-    return out.candidate
+    return out.candidate if out.ok else None
 
 
 def memo_candidate(task, honest) -> object | None:
@@ -80,6 +85,39 @@ def memo_candidate(task, honest) -> object | None:
     return honest.model_copy(update={"l2": {key: new}})
 
 
+def protocol_ratios(task, honest, rounds: int) -> dict[str, float]:
+    """In this process, single-threaded, on the thread's CPU clock (a loaded machine's preemptions do
+    not count): median speedup of the honest kernel over the untuned baseline with the timed calls on
+    one fixed input set (the old protocol's inputs) and rotating through 2 and 4 sets (the new)."""
+    root = ir.import_root(task)
+    tgt, dev = A.make_target("llvm"), A.device_for("llvm")
+    cand = A.VMRunner(ir.build_candidate(honest, tgt, root.params).executable, dev)
+    base = A.VMRunner(ir.build_candidate(ir.root_candidate(task, "llvm", root), tgt, root.params).executable, dev)
+    sets = [[t.numpy() for t in task.make_inputs(s)] for s in range(4)]
+
+    def timers(r) -> dict[str, timing.Timer]:
+        d = [r.to_device(x) for x in sets]
+
+        def tvm_loop(n: int) -> float:  # the old protocol's timer, read on the same CPU clock
+            t0 = time.thread_time()
+            r.time_per_call(d[0], n)
+            return (time.thread_time() - t0) / n
+
+        out = {"TVM loop": timing.Timer(tvm_loop)}
+        for k in (1, 2, 4):
+            out[f"{k} set{'s' if k > 1 else ''}"] = timing.rotating_timer(r.vm["main"], d[:k], sync=dev.sync,
+                                                                          clock=time.thread_time)
+        return out
+
+    tc, tb = timers(cand), timers(base)
+    cfg = EvaluatorConfig(timing_budget_s=1.0, max_pairs=9).model_dump()
+    got: dict[str, list[float]] = {k: [] for k in tc}
+    for i in range(rounds):
+        for k in (list(tc) if i % 2 == 0 else list(tc)[::-1]):
+            got[k].append(timing.paired_timing(tc[k], tb[k], cfg)["speedup"])
+    return {k: statistics.median(v) for k, v in got.items()}
+
+
 def _row(name: str, arm: str, rs: list) -> str:
     ok = [r for r in rs if r.speedup is not None and r.error_kind in (None, "timing_invalid")]
     kinds = sorted({r.error_kind for r in rs if r.error_kind not in (None, "timing_invalid")})
@@ -90,36 +128,49 @@ def _row(name: str, arm: str, rs: list) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tasks", default="l1_matmul_square,l1_linear_tokens,l1_matmul_batched,l1_conv2d_pointwise")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--tasks", default="l1_matmul_square,l1_matmul_batched,l1_matmul_transposed_b,l1_conv2d_pointwise")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=2)
     args = ap.parse_args()
     cache = tempfile.mkdtemp(prefix="leka-integrity-")
-    evs = {"old": Evaluator(EvaluatorConfig(**OLD), cache_dir=cache), "new": Evaluator(EvaluatorConfig(), cache_dir=cache),
-           "old-nostatic": Evaluator(EvaluatorConfig(**OLD, static_check=False), cache_dir=cache),
-           "new-nostatic": Evaluator(EvaluatorConfig(static_check=False), cache_dir=cache)}
-    print(f"{'task / kernel':28s} {'arm':>4} {'speedup':>9} {'ok':>5} {'wall s':>7}  rejected as  (medians of {args.reps})")
-    for tid in [t for t in args.tasks.split(",") if t]:
-        task = resolve(tid)
-        honest = honest_candidate(task, Path(cache) / tid)
-        res: dict[str, list] = {"old": [], "new": []}
-        for i in range(args.reps):
-            for arm in (("old", "new") if i % 2 == 0 else ("new", "old")):
-                res[arm].append(evs[arm].evaluate(task, honest))
-        for arm in ("old", "new"):
-            print(_row(f"{tid} honest", arm, res[arm]))
-        sp = {a: statistics.median(r.speedup for r in res[a] if r.speedup) for a in res}
-        print(f"{tid + ' honest':28s} new/old speedup ratio: {sp['new'] / sp['old']:.3f}")
-        memo = memo_candidate(task, honest)
-        if memo is None:
+    evs = {"old": Evaluator(EvaluatorConfig(**OLD, static_check=False), cache_dir=cache),
+           "new": Evaluator(EvaluatorConfig(static_check=False), cache_dir=cache),
+           "static": Evaluator(EvaluatorConfig(), cache_dir=cache)}
+    tasks = [resolve(t) for t in args.tasks.split(",") if t]
+    honest = {t.id: honest_candidate(t, Path(cache) / t.id) for t in tasks}
+    print(f"A. honest kernel / untuned, single thread, thread CPU clock, median of {args.rounds} paired timings")
+    print("   (TVM loop: the old protocol, TVM's time_evaluator on one set; n sets: the new, a Python loop)")
+    print(f"{'task':28s} {'TVM loop':>8} {'1 set':>8} {'2 sets':>8} {'4 sets':>8} {'2/old':>6} {'4/old':>6}")
+    ratios: dict[str, list[float]] = {"2/old": [], "4/old": []}
+    for t in tasks:
+        if honest[t.id] is None:
+            print(f"{t.id:28s} skipped: the rule L2 agent has no GEMM kernel for it")
             continue
-        mres: dict[str, list] = {"old": [], "new": []}
-        for _ in range(max(1, args.reps - 1)):
+        sp = protocol_ratios(t, honest[t.id], args.rounds)
+        old, one, two, four = sp["TVM loop"], sp["1 set"], sp["2 sets"], sp["4 sets"]
+        ratios["2/old"].append(two / old)
+        ratios["4/old"].append(four / old)
+        print(f"{t.id:28s} {old:8.2f} {one:8.2f} {two:8.2f} {four:8.2f} {two / old:6.3f} {four / old:6.3f}")
+    for k, v in ratios.items():
+        if v:
+            print(f"geomean {k}: {statistics.geometric_mean(v):.3f} over {len(v)} task(s)")
+    print(f"\nB. the evaluator end to end (wall clock, static check off unless said), medians of {args.reps}")
+    print(f"{'task / kernel':28s} {'arm':>4} {'speedup':>9} {'ok':>5} {'wall s':>7}  rejected as")
+    for t in tasks:
+        if honest[t.id] is None:
+            continue
+        memo = memo_candidate(t, honest[t.id])
+        for name, cand in (("honest", honest[t.id]), ("memo", memo)):
+            if cand is None:
+                continue
+            res: dict[str, list] = {"old": [], "new": []}
+            for i in range(args.reps):
+                for arm in (("old", "new") if i % 2 == 0 else ("new", "old")):
+                    res[arm].append(evs[arm].evaluate(t, cand))
             for arm in ("old", "new"):
-                mres[arm].append(evs[f"{arm}-nostatic"].evaluate(task, memo))
-        for arm in ("old", "new"):
-            print(_row(f"{tid} memo", arm, mres[arm]))
-        static = evs["new"].evaluate(task, memo, time_it=False)
-        print(f"{tid + ' memo':28s} with the static check: {static.error_kind}")
+                print(_row(f"{t.id} {name}", arm, res[arm]))
+        if memo is not None:
+            print(f"{t.id + ' memo':28s} with the static check: {evs['static'].evaluate(t, memo, time_it=False).error_kind}")
 
 
 if __name__ == "__main__":
