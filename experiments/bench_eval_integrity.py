@@ -35,9 +35,9 @@ from benchmark.task import resolve  # noqa: E402
 from leka import ir  # noqa: E402
 from leka import tvm_adapter as A  # noqa: E402
 from leka.core.config import EvaluatorConfig  # noqa: E402
-from leka.ir.edits import apply_edit  # noqa: E402
-from leka.ir import L2Entry  # noqa: E402
 from leka.core.protocols import AgentContext  # noqa: E402
+from leka.ir import L2Entry  # noqa: E402
+from leka.ir.edits import apply_edit  # noqa: E402
 
 OLD = {"timing_input_sets": 1, "check_timed_outputs": False, "fresh_seed": False, "process_check": False}
 
