@@ -240,8 +240,9 @@ def read_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
         got["permission_denials"] = len(final.get("permission_denials") or [])
         if final.get("is_error") or final.get("subtype") != "success":
             errs = final.get("errors") or []
-            got["cli_error"] = (f"{final.get('subtype')}: " + str(final.get("result") or "; ".join(map(str, errs))
-                                                                  or final.get("api_error_status") or ""))[:2000]
+            what = final.get("result") or "; ".join(map(str, errs)) or final.get("api_error_status") or "error"
+            sub = final.get("subtype")
+            got["cli_error"] = (f"{sub}: {what}" if sub and sub != "success" else str(what))[:2000]
     return got
 
 
