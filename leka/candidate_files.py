@@ -68,7 +68,9 @@ def write_candidate(c: Candidate, folder: str | Path, root_params=None) -> Path:
             continue  # GPU kernel texts are not part of the file form yet
         suffix = {"cpp": ".cpp", "c": ".c", "llvm": ".ll"}[e.language]
         mark = ";" if e.language == "llvm" else "//"
-        head = f"{mark} entry: {e.entry}\n" if e.entry and e.entry != default_entry(name) else ""
+        declared = _ENTRY_RE.search("\n".join(e.text.splitlines()[:5]))
+        named = (declared.group(1) if declared else default_entry(name)) == (e.entry or default_entry(name))
+        head = "" if named else f"{mark} entry: {e.entry}\n"  # the text changes only when it must
         (d / "l2" / f"{name}{suffix}").write_text(head + e.text)
     if c.target_opts:
         (d / "l2" / "compile_options.json").write_text(json.dumps(c.target_opts, indent=1))

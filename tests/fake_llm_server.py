@@ -25,7 +25,8 @@ A spec may say which requests it answers, for callers whose order of calls is ha
 
 Anthropic requests with `"stream": true` get Server-Sent Events (message_start, content blocks with
 text / input_json deltas, message_delta, message_stop), as the real API; `{"sse": false, ...}` answers
-such a request with a plain JSON message instead (Claude Code then asks again without streaming).
+such a request with a plain JSON message instead; Claude Code discards it and asks again without
+streaming, so the spec stays queued for that second request.
 `/v1/messages/count_tokens` answers `{"input_tokens": N}` without taking a spec. In tool arguments,
 `{cwd}` becomes the working directory the request's system prompt names ("Primary working directory:
 PATH", as Claude Code writes it), so a script can name files in a workspace made at run time.
@@ -337,8 +338,11 @@ class FakeLLMServer:
                     self._send(status, json.dumps(body_).encode(), headers=headers)
                     return
                 data = anthropic_body(spec, body) if is_anthropic else openai_body(spec, body)
-                streamed = is_anthropic and isinstance(body, dict) and body.get("stream") and spec.get("sse", True)
-                if streamed:
+                wants_stream = is_anthropic and isinstance(body, dict) and body.get("stream")
+                if wants_stream and spec.get("sse", True) is False and spec is not server.default:
+                    with server._lock:  # the client discards this answer and asks again without streaming
+                        server._queue.appendleft(spec)
+                if wants_stream and spec.get("sse", True):
                     self._send(200, anthropic_sse(data), ctype="text/event-stream")
                 else:
                     self._send(200, json.dumps(data).encode())

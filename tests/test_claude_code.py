@@ -49,8 +49,11 @@ def assert_no_key(run_dir: Path) -> None:
 
 
 def tool_results(req_body: dict) -> str:
+    """The tool results the last user message carries back to the model: `is_error` and the text."""
     last = req_body["messages"][-1]
-    return json.dumps(last.get("content")) if last.get("role") == "user" else ""
+    blocks = [b for b in last.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return "\n".join(f'"is_error": {json.dumps(bool(b.get("is_error")))} {b["content"]}'
+                     if isinstance(b.get("content"), str) else json.dumps(b) for b in blocks)
 
 
 def test_cli_is_installed_and_pinned():
