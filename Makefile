@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	# torch first, pinned: an unpinned resolve would pull the multi-GB CUDA build
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev,claude]'
-	$(BIN)/python -c "from leka.arms.claude_code import find_cli; print(find_cli())" | xargs -I{} {} --version
+	"$$($(BIN)/python -c 'from leka.arms.claude_code import find_cli; print(find_cli())')" --version  # the Claude Code arm's CLI
 	touch $(STAMP)
 
 demo: setup

@@ -122,10 +122,8 @@ def test_deadline_stops_it_and_keeps_the_best_measured(tmp_path):
         {"delay": 3600, "text": "never sent"},  # the model 'thinks' past the deadline
     ]
     with FakeLLMServer(script) as srv:
-        t0 = time.monotonic()
         res = run_claude_code(TASK, budget_s=budget, model="fake-model", out_dir=tmp_path / "runs",
                               base_url=srv.url, overrides=FAST_EVAL, max_retries=0, grace_s=2.0)
-        wall = time.monotonic() - t0
     run_dir = Path(res.run_dir)
     assert res.stopped_at_deadline and res.status == "ok", res.error
     # plain JSON answers to streaming requests: the CLI asked again without streaming
@@ -134,7 +132,7 @@ def test_deadline_stops_it_and_keeps_the_best_measured(tmp_path):
     # the broken final folder is not what counts: the measured snapshot is
     assert res.evals == 1 and res.best_eval == 1 and res.correct, res.eval_error
     assert res.turns >= 3 and res.input_tokens > 0
-    assert wall < budget + 120  # stopped at the deadline (plus the harness's own evaluation)
+    assert budget <= res.cli_s < budget + 2.0 + 15  # killed at the deadline (SIGTERM, 2 s grace, SIGKILL)
     leftovers = [p for p in psutil.process_iter(["cwd"]) if str(run_dir) in (p.info.get("cwd") or "")]
     assert leftovers == []
     assert_no_key(run_dir)

@@ -71,7 +71,8 @@ class ClaudeCodeResult(BaseModel):
     exit_code: int | None = None
     stopped_at_deadline: bool = False
     budget_s: float = 0.0
-    wall_s: float = 0.0
+    wall_s: float = 0.0  # the whole call: workspace, CLI, re-evaluation
+    cli_s: float = 0.0  # the CLI's own run, start to exit or kill
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -327,7 +328,9 @@ def run_claude_code(task: str, *, backend: str = "llvm", budget_s: float = 5400.
          "cli_version": res.cli_version, "budget_s": budget_s}, indent=1))
     if not quiet:
         print(f"claude_code: {t.id} for {budget_s:g}s in {ws}", flush=True)
+    t_cli = time.monotonic()
     code, stopped, events = run_cli(argv, ws, env, run_dir, budget_s, grace_s)
+    res.cli_s = round(time.monotonic() - t_cli, 2)
     got = read_stream(events)
     res.exit_code, res.stopped_at_deadline = code, stopped
     for k in ("turns", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
