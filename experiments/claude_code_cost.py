@@ -50,7 +50,7 @@ def measure_session(task: str, out: Path) -> dict:
     sizes = [len(json.dumps(r.body)) for r in srv.requests if r.path.startswith("/v1/messages")
              and isinstance(r.body, dict) and "count_tokens" not in r.path]
     rows = [json.loads(x) for x in (Path(res.run_dir) / "evals.jsonl").read_text().splitlines()]
-    return {"task": res.task, "first_chars": sizes[0], "growth_chars": [b - a for a, b in zip(sizes, sizes[1:])],
+    return {"task": res.task, "first_chars": sizes[0], "growth_chars": [b - a for a, b in zip(sizes, sizes[1:], strict=False)],
             "eval_s": rows[0]["wall_s"] if rows else None, "requests": len(sizes)}
 
 
@@ -99,7 +99,7 @@ def main() -> None:
     tasks = a.tasks.split(",")
     out = []
     with tempfile.TemporaryDirectory() as tmp:
-        for task, minutes in zip(tasks, (90.0, 155.0)):
+        for task, minutes in zip(tasks, (90.0, 155.0), strict=False):
             m = measure_session(task, Path(tmp))
             p = project(m, minutes, a)
             out.append({**m, **p})
