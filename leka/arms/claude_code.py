@@ -317,7 +317,13 @@ def run_claude_code(task: str, *, backend: str = "llvm", budget_s: float = 5400.
     t = resolve(task)
     run_dir = _new_run_dir(Path(out_dir), f"claude_code-{t.id}-s{seed}")
     res = ClaudeCodeResult(task=t.id, backend=cfg.backend, model=model, run_dir=str(run_dir), budget_s=budget_s)
-    ws = W.prepare(run_dir, t, cfg, budget_s, deadline=time.time() + budget_s)
+    try:
+        ws = W.prepare(run_dir, t, cfg, budget_s, deadline=time.time() + budget_s)
+    except Exception as e:  # noqa: BLE001 - a task TVM cannot import is a failed row, as in the other arms
+        res.status, res.error = "failed", f"workspace: {type(e).__name__}: {str(e).strip()[:2000]}"
+        res.wall_s = round(time.monotonic() - t0, 2)
+        (run_dir / "result.json").write_text(res.model_dump_json(indent=1))
+        return res
     home = ws / ".home"
     res.cli_version = cli_version(binary, home)
     env = cli_env(home, base_url or os.environ.get("ANTHROPIC_BASE_URL"), model, max_retries,
