@@ -13,7 +13,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# torch first, pinned: an unpinned resolve would pull the multi-GB CUDA build
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,claude]'
+	"$$($(BIN)/python -c 'from leka.arms.claude_code import find_cli; print(find_cli())')" --version  # the Claude Code arm's CLI
 	touch $(STAMP)
 
 demo: setup

@@ -76,28 +76,31 @@ def result_table(res) -> Table:
 @app.command("eval")
 def eval_cmd(
     task: str = typer.Argument(..., help="a task id, or the path of any KernelBench-format file"),
-    candidate: Path = typer.Option(None, "--candidate", help="TVMScript IRModule in lifted-params form"),
+    candidate: Path = typer.Option(None, "--candidate", help="a candidate folder (relax.py, l1/, l2/: "
+                                   "leka/ir/files.py), a candidate JSON, or lifted-params TVMScript (L0)"),
     backend: str = typer.Option("llvm", "--backend"),
     baseline: str = typer.Option("untuned", "--baseline", help="untuned | tuned | torch | ort"),
     trials: int = typer.Option(64, "--trials", help="MetaSchedule trials for --baseline tuned"),
     json_out: Path = typer.Option(None, "--json", help="write the result as JSON here"),
     timeout: float = typer.Option(None, "--timeout", help="seconds before the evaluation is killed"),
     config: list[str] = typer.Option([], "--set", help="config override key=value (repeatable)"),
+    config_files: list[str] = typer.Option([], "--config", help="YAML overlay (repeatable), e.g. a run's config.yaml"),
 ) -> None:
     """Evaluate the default lowering (or --candidate FILE) of TASK: correctness over 3 seeds, paired
     timing against the baseline, memory. Exit 0 = correct, 1 = the candidate failed, 2 = bad input."""
     from benchmark import baselines
     from benchmark.evaluator import Evaluator
     from benchmark.task import resolve
-    from leka import ir
     from leka.core.config import load_config
+    from leka.core.types import EvalResult
+    from leka.ir.files import CandidateFilesError, load_candidate
 
     _check_backend(backend)
     if baseline not in baselines.BASELINES:
         raise UserError(f"unknown baseline {baseline!r}; use one of {', '.join(baselines.BASELINES)}")
-    if candidate is not None and not candidate.is_file():
+    if candidate is not None and not candidate.exists():
         raise UserError(f"candidate file {candidate} not found")
-    cfg = load_config([], config)
+    cfg = load_config(config_files, config)
     if timeout:
         cfg.evaluator.timeout_s = timeout
     t = resolve(task)
@@ -106,9 +109,15 @@ def eval_cmd(
             d, reused = baselines.ensure_tuned(t, backend, trials, cfg.baseline.cache_dir)
         err_console.print(f"tuned baseline {'reused from' if reused else 'tuned into'} {d}")
     ev = Evaluator(cfg.evaluator, backend, cfg.baseline.model_copy(update={"kind": baseline, "trials": trials}))
-    cand = ir.candidate_from_file(t, str(candidate), backend) if candidate else None
-    with console.status(f"evaluating {t.id} ..."):
-        res = ev.evaluate(t, cand)
+    try:
+        cand = (load_candidate(t, candidate, backend, workdir=Path(cfg.baseline.cache_dir) / "candidates")
+                if candidate else None)
+    except CandidateFilesError as e:  # an illegal decision is the candidate's failure, not bad input
+        cand, res = None, EvalResult(task=t.id, backend=backend, baseline=baseline, error_kind="compile",
+                                     error=str(e))
+    if cand is not None or candidate is None:
+        with console.status(f"evaluating {t.id} ..."):
+            res = ev.evaluate(t, cand)
     if res.error_kind in ("import", "bad_input"):
         if json_out:
             json_out.write_text(res.model_dump_json(indent=1))

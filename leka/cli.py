@@ -93,6 +93,38 @@ def backends_cmd() -> None:
               f"domain {b.domain:<9} {'here' if why is None else 'not here'}")
 
 
+baseline_app = typer.Typer(no_args_is_help=True, add_completion=False)
+app.add_typer(baseline_app, name="baseline", help="Baseline arms run on a task: claude-code.")
+
+
+@baseline_app.command("claude-code")
+def claude_code_cmd(
+    task: str = typer.Option(..., "--task", help="task id or path of a KernelBench-format file"),
+    backend: str = typer.Option("llvm", "--backend", help="a backend of `leka backends` (llvm, cuda, opencl)"),
+    budget: str = typer.Option("90m", "--budget", help="wall clock, e.g. 90m (the paper: 90m Level 1, 155m Levels 2-3)"),
+    model: str = typer.Option(..., "--model", help="model name the CLI sends (anthropic:NAME accepted)"),
+    out: str = typer.Option("runs", "--out", help="folder for run folders"),
+    base_url: str = typer.Option(None, "--base-url", help="Anthropic-compatible endpoint (default $ANTHROPIC_BASE_URL)"),
+    max_retries: int = typer.Option(None, "--max-retries", help="the CLI's API retries (default: its own)"),
+    config: list[str] = typer.Option([], "--config", help="YAML overlay (repeatable)"),
+    overrides: list[str] = typer.Option([], "--set", help="key=value override (repeatable)"),
+) -> None:
+    """The Claude Code arm: the real Claude Code CLI, headless, edits the task's candidate files under
+    the same evaluator and wall clock; the best candidate it measured is evaluated again. Key from
+    $ANTHROPIC_API_KEY. Exit 0 when the CLI ran (whatever the metrics), 1 when it failed."""
+    from leka.arms.claude_code import run_claude_code
+    from leka.run import parse_duration
+
+    get_backend(backend)
+    res = run_claude_code(task, backend=backend, budget_s=parse_duration(budget), model=model, out_dir=out,
+                          base_url=base_url, config_files=config, overrides=overrides, max_retries=max_retries,
+                          quiet=False)
+    print(res.model_dump_json(include={"task", "status", "error", "turns", "input_tokens", "output_tokens",
+                                       "evals", "compiled", "correct", "speedup", "run_dir"}))
+    if res.status != "ok":
+        raise SystemExit(1)
+
+
 @app.command("demo")
 def demo_cmd(budget: str = typer.Option("2m", "--budget")) -> None:
     """The README's first command: optimise the embedded MobileNetV2 block for a short budget."""

@@ -23,6 +23,15 @@ A spec may say which requests it answers, for callers whose order of calls is ha
     {"when": {"contains": "the L1 agent"}, ...}            only a request whose text holds that string
                                                            (system, messages and tool schemas)
 
+Anthropic requests with `"stream": true` get Server-Sent Events (message_start, content blocks with
+text / input_json deltas, message_delta, message_stop), as the real API; `{"sse": false, ...}` answers
+such a request with a plain JSON message instead; Claude Code discards it and asks again without
+streaming, so the spec stays queued for that second request.
+`/v1/messages/count_tokens` answers `{"input_tokens": N}` without taking a spec. In tool arguments,
+`{cwd}` becomes the working directory the request's system prompt names ("Primary working directory:
+PATH", as Claude Code writes it), so a script can name files in a workspace made at run time.
+A spec may hold several tool calls: `{"tools": [{"name": ..., "arguments": {...}}, ...]}`.
+
 A request takes the first queued spec that matches it (a spec without `when` matches any request).
 When none is queued, `default` answers if set, else the most recent spec served that matches (so a
 spent script keeps answering each kind of request in kind), else the last spec served.
@@ -35,6 +44,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -87,6 +97,19 @@ def openai_body(spec: dict[str, Any], req: Any) -> dict[str, Any]:
     }
 
 
+_CWD_RE = re.compile(r"Primary working directory: (\S+)")
+
+
+def _subst_cwd(x: Any, cwd: str) -> Any:
+    if isinstance(x, str):
+        return x.replace("{cwd}", cwd)
+    if isinstance(x, dict):
+        return {k: _subst_cwd(v, cwd) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_subst_cwd(v, cwd) for v in x]
+    return x
+
+
 def anthropic_body(spec: dict[str, Any], req: Any) -> dict[str, Any]:
     n = next(_ids)
     model = req.get("model", "fake") if isinstance(req, dict) else "fake"
@@ -94,13 +117,13 @@ def anthropic_body(spec: dict[str, Any], req: Any) -> dict[str, Any]:
     if spec.get("text"):
         content.append({"type": "text", "text": spec["text"]})
     stop = "end_turn"
-    if spec.get("tool"):
-        t = spec["tool"]
-        args = t.get("arguments", {})
+    m = _CWD_RE.search("\n".join(_strings(req)))
+    for i, t in enumerate(([spec["tool"]] if spec.get("tool") else []) + list(spec.get("tools") or [])):
+        args = _subst_cwd(t.get("arguments", {}), m.group(1) if m else "")
         if isinstance(args, str):  # Anthropic always sends an object; a raw string becomes text
             content.append({"type": "text", "text": args})
         else:
-            content.append({"type": "tool_use", "id": f"toolu_{n}", "name": t.get("name", "propose_edits"),
+            content.append({"type": "tool_use", "id": f"toolu_{n}_{i}", "name": t.get("name", "propose_edits"),
                             "input": args})
             stop = "tool_use"
     pin, pout = _usage(spec, req)
@@ -109,6 +132,27 @@ def anthropic_body(spec: dict[str, Any], req: Any) -> dict[str, Any]:
         "stop_reason": stop, "stop_sequence": None,
         "usage": {"input_tokens": pin, "output_tokens": pout},
     }
+
+
+def anthropic_sse(msg: dict[str, Any]) -> bytes:
+    """The streamed form of a `message` body: the events the real API sends, in order."""
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": {
+        **msg, "content": [], "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": msg["usage"]["input_tokens"], "output_tokens": 1}}})]
+    for i, block in enumerate(msg["content"]):
+        if block["type"] == "text":
+            start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+        else:
+            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events += [("content_block_start", {"type": "content_block_start", "index": i, "content_block": start}),
+                   ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}),
+                   ("content_block_stop", {"type": "content_block_stop", "index": i})]
+    events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": msg["stop_reason"],
+                                                                      "stop_sequence": None},
+                                  "usage": {"output_tokens": msg["usage"]["output_tokens"]}}),
+               ("message_stop", {"type": "message_stop"})]
+    return "".join(f"event: {k}\ndata: {json.dumps(v)}\n\n" for k, v in events).encode()
 
 
 def _error_body(status: int, anthropic: bool, message: str | None = None) -> dict[str, Any]:
@@ -270,6 +314,10 @@ class FakeLLMServer:
                     body = raw
                 self._record(body)
                 path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/v1/messages/count_tokens"):
+                    n_tok = max(1, len(json.dumps(body)) // 4)
+                    self._send(200, json.dumps({"input_tokens": n_tok}).encode())
+                    return
                 is_anthropic = path.endswith("/v1/messages")
                 if not (is_anthropic or path.endswith("/chat/completions")):
                     self._send(404, json.dumps(_error_body(404, False)).encode())
@@ -290,7 +338,14 @@ class FakeLLMServer:
                     self._send(status, json.dumps(body_).encode(), headers=headers)
                     return
                 data = anthropic_body(spec, body) if is_anthropic else openai_body(spec, body)
-                self._send(200, json.dumps(data).encode())
+                wants_stream = is_anthropic and isinstance(body, dict) and body.get("stream")
+                if wants_stream and spec.get("sse", True) is False and spec is not server.default:
+                    with server._lock:  # the client discards this answer and asks again without streaming
+                        server._queue.appendleft(spec)
+                if wants_stream and spec.get("sse", True):
+                    self._send(200, anthropic_sse(data), ctype="text/event-stream")
+                else:
+                    self._send(200, json.dumps(data).encode())
 
         return Handler
 

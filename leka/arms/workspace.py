@@ -1,0 +1,169 @@
+"""The Claude Code arm's workspace: the folder the CLI works in, and its one measuring command.
+
+    RUN_DIR/
+      config.yaml            the resolved LEKA config: `./measure` and the final re-evaluation use its
+                             evaluator and baseline sections (the same settings as the LEKA arm)
+      evals.jsonl            one line per `./measure` call (written by the measuring command)
+      evals/NNN/             that call's snapshot of the candidate folder, eval.json, output.txt
+      workspace/             the CLI's working directory (and its HOME: workspace/.home)
+        CONTRACT.md          what a candidate is, how it is judged, the budget
+        task.py              the task file (the reference)
+        candidate/           the starting candidate as editable files (leka.ir.files)
+        views/               read-only reference: PrimFunc table, unscheduled TIR, L2 prototypes
+        measure              `./measure [FOLDER]`: `leka bench eval` on a snapshot of FOLDER
+
+The measuring command snapshots the folder before evaluating it, so the candidate judged later is the
+one measured, whatever the agent writes afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from leka.core.config import LekaConfig, dump_config
+
+CONTRACT = Path(__file__).with_name("claude_code_contract.md")
+BASELINE_DESC = {"untuned": "TVM's default lowering of the same model (untuned)",
+                 "tuned": "MetaSchedule-tuned TVM", "torch": "PyTorch eager", "ort": "ONNX Runtime"}
+
+_MEASURE = r'''#!$python
+"""Evaluate a candidate folder with this run's evaluator: ./measure [FOLDER]  (default: candidate)."""
+import json, os, shutil, subprocess, sys, time
+
+RUN, TASK, BACKEND, ROOT = $run_dir, $task, $backend, $root
+DEADLINE, BASELINE, TRIALS = $deadline, $baseline, $trials
+src = sys.argv[1] if len(sys.argv) > 1 else "candidate"
+if not os.path.isfile(os.path.join(src, "relax.py")):
+    print(f"measure: {src} is not a candidate folder (no relax.py)")
+    sys.exit(2)
+evals = os.path.join(RUN, "evals")
+os.makedirs(evals, exist_ok=True)
+n = 1
+while True:  # a fresh number even when two measures run at once
+    d = os.path.join(evals, f"{n:03d}")
+    try:
+        os.mkdir(d)
+        break
+    except FileExistsError:
+        n += 1
+cand = os.path.join(d, "candidate")
+shutil.copytree(src, cand, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+t0 = time.time()
+out = os.path.join(d, "eval.json")
+p = subprocess.run([sys.executable, "-m", "leka.cli", "bench", "eval", TASK, "--candidate", cand,
+                    "--backend", BACKEND, "--baseline", BASELINE, "--trials", str(TRIALS),
+                    "--config", os.path.join(RUN, "config.yaml"), "--json", out],
+                   env=env, cwd=RUN, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+text = p.stdout
+with open(os.path.join(d, "output.txt"), "w") as f:
+    f.write(text)
+try:
+    with open(out) as f:
+        r = json.load(f)
+except (OSError, ValueError):
+    r = {"compiled": False, "correct": False, "error_kind": "crash", "error": text.strip()[-2000:]}
+row = {"n": n, "folder": os.path.relpath(cand, RUN), "source": src, "started": t0,
+       "wall_s": round(time.time() - t0, 2), "exit": p.returncode,
+       **{k: r.get(k) for k in ("compiled", "correct", "speedup", "timing_valid", "error_kind")},
+       "error": (r.get("error") or "")[:2000] or None}
+with open(os.path.join(RUN, "evals.jsonl"), "a") as f:
+    f.write(json.dumps(row) + "\n")
+print(text.rstrip()[-6000:])
+left = max(0.0, DEADLINE - time.time()) / 60
+print(json.dumps({"eval": n, "correct": row["correct"], "speedup": row["speedup"],
+                  "error_kind": row["error_kind"], "error": row["error"], "minutes_left": round(left, 1)}))
+sys.exit(0 if row["correct"] else 1)
+'''
+
+
+def project_root() -> Path:
+    """The folder holding the `leka` package, so `./measure` runs the same code as the harness."""
+    return Path(__file__).resolve().parents[2]
+
+
+def machine_text(backend: str, target) -> str:
+    from leka import tvm_adapter as A
+
+    tj = A.target_json(target)
+    cores = tj.get("num-cores") or os.cpu_count()
+    return (f"- backend `{backend}`, TVM target `{target}`\n- {cores} cores; float32 vector lanes: "
+            f"{A.vector_lanes_fp32(target)}")
+
+
+def write_contract(ws: Path, cfg: LekaConfig, budget_s: float, machine: str) -> None:
+    from leka.ir import sched
+
+    text = Template(CONTRACT.read_text()).safe_substitute(
+        budget_min=f"{budget_s / 60:g}", primitives=", ".join(sorted(sched.PRIMITIVES)),
+        baseline_desc=BASELINE_DESC.get(cfg.baseline.kind, cfg.baseline.kind), machine=machine)
+    (ws / "CONTRACT.md").write_text(text)
+
+
+def write_measure(ws: Path, run_dir: Path, task_path: str, cfg: LekaConfig, deadline: float) -> Path:
+    text = Template(_MEASURE).substitute(
+        python=sys.executable, run_dir=repr(str(run_dir.resolve())), task=repr(task_path),
+        backend=repr(cfg.backend), root=repr(str(project_root())), deadline=repr(deadline),
+        baseline=repr(cfg.baseline.kind), trials=repr(cfg.baseline.trials))
+    p = ws / "measure"
+    p.write_text(text)
+    p.chmod(0o755)
+    return p
+
+
+def prepare(run_dir: Path, task, cfg: LekaConfig, budget_s: float, deadline: float) -> Path:
+    """Make RUN_DIR/workspace (see the module docstring) and RUN_DIR/config.yaml; returns the workspace."""
+    from benchmark.roots import load_root
+    from leka import ir
+    from leka import tvm_adapter as A
+    from leka.ir.files import write_candidate, write_views
+
+    # the cache of baselines and roots is shared with the other arms, wherever the CLI's cwd is
+    cfg.baseline.cache_dir = str(Path(cfg.baseline.cache_dir).resolve())
+    dump_config(cfg, run_dir / "config.yaml")
+    ws = run_dir / "workspace"
+    (ws / ".home").mkdir(parents=True)
+    (ws / "task.py").write_text(task.path.read_text())
+    root = load_root(task, cfg.baseline.cache_dir)
+    start = ir.root_candidate(task, cfg.backend, root)
+    write_candidate(start, ws / "candidate", root.params)
+    write_views(start, ws / "views", root.params)
+    target = A.make_target(cfg.backend)
+    write_contract(ws, cfg, budget_s, machine_text(cfg.backend, target))
+    write_measure(ws, run_dir, str(task.path), cfg, deadline)
+    (run_dir / "start.digest").write_text(folder_digest(ws / "candidate"))
+    return ws
+
+
+def read_evals(run_dir: Path) -> list[dict[str, Any]]:
+    """The `./measure` log; a line cut short by a kill is skipped."""
+    p = run_dir / "evals.jsonl"
+    rows = []
+    for line in p.read_text().splitlines() if p.is_file() else []:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def folder_digest(folder: Path) -> str:
+    """Content hash of a candidate folder (names and bytes of its files), to tell an untouched one."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in sorted(x for x in folder.rglob("*") if x.is_file() and "__pycache__" not in x.parts):
+        h.update(str(p.relative_to(folder)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def best_eval(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The correct evaluation with the highest speedup (a correct one without a speedup ranks last)."""
+    ok = [r for r in rows if r.get("correct")]
+    return max(ok, key=lambda r: (r.get("speedup") or 0.0, -r["n"])) if ok else None

@@ -1,0 +1,161 @@
+"""A candidate as a folder of editable files, for agents that work on files (the Claude Code arm) and
+for `leka bench eval --candidate DIR`. It is the same unified IR the LEKA agents edit, one file per
+decision, keyed by PrimFunc *name* instead of hash:
+
+    relax.py                  L0: the lifted-params Relax TVMScript (constants are the trailing
+                              parameters c0, c1, ...; their values are the task model's own, or
+                              params.npz beside it)
+    params.npz                optional: the constants, when they are not the task model's own
+    l1/<primfunc>.json        L1: a schedule trace (JSON list of leka.sched steps) for that PrimFunc
+    l1/<primfunc>.tir.py      L1: or a whole replacement PrimFunc (same buffer parameters)
+    l2/<primfunc>.cpp|.c|.ll  L2: that kernel's source; its exported symbol is `leka_<primfunc>`, or
+                              the name on a first-lines comment `// entry: NAME` (`; entry: NAME`)
+    l2/compile_options.json   L2: LLVM code-generator options, e.g. {"fast-math-contract": true}
+
+PrimFunc names are those of `ir.lowered_module(candidate_with_this_relax, target)` (`views/kernels.txt`
+of a workspace lists them). Reading applies the files as edits (`leka.edits.apply_edit`), L1 first,
+in name order, then L2, so every legality check of the loop applies; an illegal file raises
+`CandidateFilesError` naming the file and the edit's error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from leka import ir
+from leka import tvm_adapter as A
+from leka.core.task import Task
+from leka.core.types import Edit
+from leka.ir import Candidate
+from leka.ir.edits import apply_edit
+
+L2_SUFFIX = {".cpp": "cpp", ".cc": "cpp", ".c": "c", ".ll": "llvm"}
+_ENTRY_RE = re.compile(r"^\s*(?://|;|#)\s*entry:\s*([A-Za-z_]\w*)", re.M)
+
+
+class CandidateFilesError(ValueError):
+    """A candidate folder that cannot become a Candidate: the message names the file."""
+
+
+def default_entry(primfunc: str) -> str:
+    return f"leka_{primfunc}"
+
+
+def write_candidate(c: Candidate, folder: str | Path, root_params=None) -> Path:
+    """Write `c` as editable files (see the module docstring); returns the folder."""
+    d = Path(folder)
+    (d / "l1").mkdir(parents=True, exist_ok=True)
+    (d / "l2").mkdir(parents=True, exist_ok=True)
+    (d / "relax.py").write_text(c.relax_text)
+    if c.params_file:
+        (d / "params.npz").write_bytes(Path(c.params_file).read_bytes())
+    if not (c.l1 or c.l2 or c.target_opts):
+        return d
+    layers = ir.lower_layers(c, A.make_target(c.backend), root_params)
+    for name, key in layers.l1_keys.items():
+        e = c.l1.get(key)
+        if e is None:
+            continue
+        if e.tir_text:
+            (d / "l1" / f"{name}.tir.py").write_text(e.tir_text)
+        else:
+            (d / "l1" / f"{name}.json").write_text(json.dumps(e.trace or [], indent=1))
+    for name, key in layers.l2_keys.items():
+        e = c.l2.get(key)
+        if e is None or e.language not in ("cpp", "c", "llvm"):
+            continue  # GPU kernel texts are not part of the file form yet
+        suffix = {"cpp": ".cpp", "c": ".c", "llvm": ".ll"}[e.language]
+        mark = ";" if e.language == "llvm" else "//"
+        declared = _ENTRY_RE.search("\n".join(e.text.splitlines()[:5]))
+        named = (declared.group(1) if declared else default_entry(name)) == (e.entry or default_entry(name))
+        head = "" if named else f"{mark} entry: {e.entry}\n"  # the text changes only when it must
+        (d / "l2" / f"{name}{suffix}").write_text(head + e.text)
+    if c.target_opts:
+        (d / "l2" / "compile_options.json").write_text(json.dumps(c.target_opts, indent=1))
+    return d
+
+
+def write_views(c: Candidate, folder: str | Path, root_params=None) -> Path:
+    """Read-only reference beside a candidate: the PrimFunc table, each PrimFunc's unscheduled TIR
+    (what an L1 trace applies to) and the C prototype an L2 source must define."""
+    from leka.ir import l2 as L2
+    from leka.ir import views as V
+
+    d = Path(folder)
+    (d / "tir").mkdir(parents=True, exist_ok=True)
+    target = A.make_target(c.backend)
+    (d / "kernels.txt").write_text(V.kernel_table_text(c, target, root_params) + "\n")
+    layers = ir.lower_layers(c, target, root_params)
+    protos = []
+    for name, f in A.prim_funcs(layers.unscheduled).items():
+        (d / "tir" / f"{name}.py").write_text(f.script())
+        protos.append(f"// {name}\n{L2.cpp_prototype(default_entry(name), A.buffer_signature(f))}")
+    (d / "l2_prototypes.txt").write_text("\n\n".join(protos) + "\n")
+    return d
+
+
+def _edits(folder: Path) -> list[tuple[str, Edit]]:
+    out: list[tuple[str, Edit]] = []
+    for p in sorted((folder / "l1").glob("*")) if (folder / "l1").is_dir() else []:
+        if p.name.endswith(".tir.py"):
+            out.append((f"l1/{p.name}", Edit(level="L1", kind="tir_text", target=p.name[:-7],
+                                              payload={"text": p.read_text()})))
+        elif p.suffix == ".json":
+            try:
+                trace = json.loads(p.read_text())
+            except json.JSONDecodeError as e:
+                raise CandidateFilesError(f"l1/{p.name}: not JSON ({e})") from e
+            out.append((f"l1/{p.name}", Edit(level="L1", kind="trace", target=p.stem,
+                                              payload={"trace": trace, "append": False})))
+        elif p.is_file():
+            raise CandidateFilesError(f"l1/{p.name}: expected <primfunc>.json (trace) or <primfunc>.tir.py")
+    for p in sorted((folder / "l2").glob("*")) if (folder / "l2").is_dir() else []:
+        if p.name == "compile_options.json":
+            try:
+                opts = json.loads(p.read_text())
+            except json.JSONDecodeError as e:
+                raise CandidateFilesError(f"l2/{p.name}: not JSON ({e})") from e
+            out.append((f"l2/{p.name}", Edit(level="L2", kind="compile_options", payload={"options": opts})))
+        elif p.suffix in L2_SUFFIX:
+            text = p.read_text()
+            m = _ENTRY_RE.search("\n".join(text.splitlines()[:5]))
+            out.append((f"l2/{p.name}", Edit(level="L2", kind="source", target=p.stem, payload={
+                "language": L2_SUFFIX[p.suffix], "text": text,
+                "entry": m.group(1) if m else default_entry(p.stem)})))
+        elif p.is_file():
+            raise CandidateFilesError(f"l2/{p.name}: expected <primfunc>.cpp|.c|.ll or compile_options.json")
+    return out
+
+
+def read_candidate(task: Task, folder: str | Path, backend: str = "llvm", *, workdir: str | Path,
+                   root_params=None) -> Candidate:
+    """The Candidate a folder describes; raises CandidateFilesError with the first illegal file."""
+    d = Path(folder)
+    if not (d / "relax.py").is_file():
+        raise CandidateFilesError(f"{d}: no relax.py (the L0 Relax text every candidate folder holds)")
+    npz = d / "params.npz"
+    c = Candidate(task=task.id, task_path=str(task.path), backend=backend, relax_text=(d / "relax.py").read_text(),
+                  params_file=str(npz.resolve()) if npz.is_file() else None)
+    for where, edit in _edits(d):
+        got = apply_edit(c, edit, workdir=Path(workdir), root_params=root_params, build_check=False)
+        if not got.ok:
+            raise CandidateFilesError(f"{where}: {got.error}")
+        c = got.candidate
+    return c
+
+
+def load_candidate(task: Task, path: str | Path, backend: str = "llvm", *, workdir: str | Path) -> Candidate:
+    """`--candidate` of `leka bench eval`: a candidate folder, a Candidate JSON file (candidate.json of
+    a run), or a lifted-params TVMScript file (L0 only)."""
+    p = Path(path)
+    if p.is_dir():
+        return read_candidate(task, p, backend, workdir=workdir)
+    if p.suffix == ".json":
+        try:
+            c = Candidate.model_validate_json(p.read_text())
+        except ValueError as e:
+            raise CandidateFilesError(f"{p}: not a candidate JSON ({str(e).splitlines()[0]})") from e
+        return c.model_copy(update={"task": task.id, "task_path": str(task.path), "backend": backend})
+    return ir.candidate_from_file(task, p, backend)

@@ -1,0 +1,164 @@
+"""The Claude Code arm with the real, pinned CLI (`make setup` installs it) against a scripted
+Anthropic-compatible server (`fake_llm_server.py`, SSE and plain JSON): a tool loop that reads the
+contract, writes an L2 kernel and measures it; the deadline; crashes and broken APIs; containment;
+the API key canary. Never skipped: a missing CLI fails here."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import psutil
+import pytest
+from fake_llm_server import FakeLLMServer
+
+from leka.arms.claude_code import TOOLS, find_cli, run_claude_code
+
+DATA = Path(__file__).parent / "data"
+TASK = str(DATA / "tiny_task.py")
+CANARY = "sk-ant-canary-7f3a9c1e-do-not-leak"
+KERNEL = "fused_relu_multiply_add"
+GOOD = f'''#include <cstdint>
+extern "C" int32_t leka_{KERNEL}(float* x, float* w, float* y) {{
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 64; ++j) {{ float v = x[i * 64 + j]; y[i * 64 + j] = (v > 0 ? v : 0) * w[j] + v; }}
+  return 0;
+}}
+'''
+FAST_EVAL = ["evaluator.timing_budget_s=1", "evaluator.max_pairs=5", "evaluator.timeout_s=300"]
+
+
+@pytest.fixture(autouse=True)
+def canary_key(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+
+
+def tool(name: str, **arguments) -> dict:
+    return {"tool": {"name": name, "arguments": arguments}}
+
+
+def assert_no_key(run_dir: Path) -> None:
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert len(files) > 10
+    leaks = [str(p) for p in files if CANARY.encode() in p.read_bytes()]
+    assert leaks == [], f"API key written to {leaks}"
+
+
+def tool_results(req_body: dict) -> str:
+    """The tool results the last user message carries back to the model: `is_error` and the text."""
+    last = req_body["messages"][-1]
+    blocks = [b for b in last.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return "\n".join(f'"is_error": {json.dumps(bool(b.get("is_error")))} {b["content"]}'
+                     if isinstance(b.get("content"), str) else json.dumps(b) for b in blocks)
+
+
+def test_cli_is_installed_and_pinned():
+    binary = find_cli()
+    import subprocess
+
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=120,
+                         env={"PATH": os.environ["PATH"], "HOME": "/nonexistent-home"})
+    assert out.returncode == 0 and out.stdout.startswith("2.1.327"), out.stdout + out.stderr
+
+
+def test_tool_loop_over_sse(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    script = [
+        tool("Read", file_path="{cwd}/CONTRACT.md"),
+        tool("Write", file_path=f"{{cwd}}/candidate/l2/{KERNEL}.cpp", content=GOOD),
+        tool("Write", file_path=str(outside / "escaped.txt"), content="outside the workspace"),
+        tool("Bash", command=f"touch {outside / 'escaped_by_bash.txt'}", description="escape"),
+        tool("Bash", command="./measure", description="measure the candidate"),
+        {"text": "Done: the kernel is 1000x faster."},
+    ]
+    with FakeLLMServer(script) as srv:
+        res = run_claude_code(TASK, budget_s=600, model="anthropic:fake-model", out_dir=tmp_path / "runs",
+                              base_url=srv.url, overrides=FAST_EVAL, max_retries=0)
+    run_dir = Path(res.run_dir)
+    # the requests: streamed Messages API calls of the named model, with the arm's tools only
+    msgs = [r for r in srv.requests if r.path.startswith("/v1/messages") and "count_tokens" not in r.path]
+    assert len(msgs) == 6 and all(r.body["stream"] is True and r.body["model"] == "fake-model" for r in msgs)
+    offered = {t["name"] for r in msgs for t in r.body["tools"]}
+    assert offered - {"DeferredToolPlaceholder"} == set(TOOLS)  # no Agent, WebFetch, ... (a stub the CLI adds)
+    assert all(r.headers.get("x-api-key") == CANARY for r in msgs)
+    assert "CONTRACT.md" in json.dumps(msgs[0].body["messages"])
+    assert "How it is judged" in tool_results(msgs[1].body)  # the Read of the contract came back
+    for i in (3, 4):  # the write outside and the escaping Bash were refused, and the model was told
+        assert '"is_error": true' in tool_results(msgs[i].body) and "outside" in tool_results(msgs[i].body)
+    assert '"eval": 1' in tool_results(msgs[5].body)  # ./measure's report reached the model
+    # the files: the kernel in the workspace and in the measured snapshot; nothing outside
+    assert (run_dir / "workspace" / "candidate" / "l2" / f"{KERNEL}.cpp").read_text() == GOOD
+    assert (run_dir / "evals" / "001" / "candidate" / "l2" / f"{KERNEL}.cpp").read_text() == GOOD
+    assert list(outside.iterdir()) == []
+    # the log of evaluations and the harness's own re-evaluation of the best one
+    rows = [json.loads(x) for x in (run_dir / "evals.jsonl").read_text().splitlines()]
+    assert [r["n"] for r in rows] == [1] and rows[0]["correct"] is True
+    final = json.loads((run_dir / "final_eval.json").read_text())
+    cand = json.loads((run_dir / "candidate.json").read_text())
+    assert [e["entry"] for e in cand["l2"].values()] == [f"leka_{KERNEL}"]
+    assert (run_dir / "judged.txt").read_text().strip() == "evals/001/candidate"
+    assert final["correct"] is True and res.correct and res.compiled and res.best_eval == 1
+    assert res.speedup == final["speedup"]  # the harness's number, not the agent's "1000x"
+    # the row: from the stream, written and read back
+    assert res.status == "ok" and res.exit_code == 0 and not res.stopped_at_deadline and res.error is None
+    assert res.turns == 6 and res.tool_calls == {"Read": 1, "Write": 2, "Bash": 2} and res.permission_denials == 2
+    assert res.input_tokens > 0 and res.output_tokens > 0 and res.evals == 1
+    assert res.cli_version.startswith("2.1.327")
+    assert json.loads((run_dir / "result.json").read_text()) == json.loads(res.model_dump_json())
+    assert_no_key(run_dir)
+
+
+def test_deadline_stops_it_and_keeps_the_best_measured(tmp_path):
+    budget = 150.0
+    script = [
+        {**tool("Write", file_path=f"{{cwd}}/candidate/l2/{KERNEL}.cpp", content=GOOD), "sse": False},
+        {**tool("Bash", command="./measure", description="measure"), "sse": False},
+        {**tool("Write", file_path="{cwd}/candidate/relax.py", content="not TVMScript"), "sse": False},
+        {"delay": 3600, "text": "never sent"},  # the model 'thinks' past the deadline
+    ]
+    with FakeLLMServer(script) as srv:
+        res = run_claude_code(TASK, budget_s=budget, model="fake-model", out_dir=tmp_path / "runs",
+                              base_url=srv.url, overrides=FAST_EVAL, max_retries=0, grace_s=2.0)
+    run_dir = Path(res.run_dir)
+    assert res.stopped_at_deadline and res.status == "ok", res.error
+    # plain JSON answers to streaming requests: the CLI asked again without streaming
+    assert any(r.body.get("stream") is False for r in srv.requests if isinstance(r.body, dict))
+    assert (run_dir / "workspace" / "candidate" / "relax.py").read_text() == "not TVMScript"
+    # the broken final folder is not what counts: the measured snapshot is
+    assert res.evals == 1 and res.best_eval == 1 and res.correct, res.eval_error
+    assert res.turns >= 3 and res.input_tokens > 0
+    assert budget <= res.cli_s < budget + 2.0 + 15  # killed at the deadline (SIGTERM, 2 s grace, SIGKILL)
+    leftovers = [p for p in psutil.process_iter(["cwd"]) if str(run_dir) in (p.info.get("cwd") or "")]
+    assert leftovers == []
+    assert_no_key(run_dir)
+
+
+def _crashing_cli(tmp_path: Path) -> str:
+    p = tmp_path / "claude-crash"
+    p.write_text('#!/bin/sh\necho \'{"type":"system","subtype":"init"}\'\nkill -SEGV $$\n')
+    p.chmod(p.stat().st_mode | stat.S_IEXEC)
+    return str(p)
+
+
+@pytest.mark.parametrize("case", ["http_500", "garbage", "cli_crash"])
+def test_failures_give_a_failed_row(tmp_path, case):
+    spec = {"http_500": {"status": 500, "message": "upstream exploded"},
+            "garbage": {"garbage": "<html>this is not JSON {"}, "cli_crash": {"text": "unused"}}[case]
+    with FakeLLMServer([spec]) as srv:
+        res = run_claude_code(TASK, budget_s=300, model="fake-model", out_dir=tmp_path / "runs", base_url=srv.url,
+                              max_retries=0, claude_bin=_crashing_cli(tmp_path) if case == "cli_crash" else None)
+    assert res.status == "failed" and res.error and not res.stopped_at_deadline
+    assert res.evals == 0 and not res.compiled and not res.correct and "no candidate" in res.eval_error
+    if case == "http_500":
+        assert "500" in res.error or "upstream exploded" in res.error
+    if case == "cli_crash":
+        assert res.exit_code == -11 and "without a result" in res.error
+    else:
+        assert srv.requests, "the CLI never called the server"
+    run_dir = Path(res.run_dir)
+    assert json.loads((run_dir / "result.json").read_text())["status"] == "failed"
+    assert_no_key(run_dir)
