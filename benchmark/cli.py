@@ -48,9 +48,14 @@ def _check_backend(backend: str) -> None:
 
     if backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    if backend != "llvm":
-        raise UserError(f"backend {backend!r} cannot run on this machine: it has no GPU / OpenCL runtime "
-                        f"(CUDA runs on a GPU machine, OpenCL through TVM RPC; see leka/README.md)")
+    if backend == "opencl":
+        from leka.config import DeviceConfig
+        from leka.opencl import check_runnable
+
+        check_runnable(DeviceConfig())  # PoCL on this machine, through the plugin (leka/opencl.py)
+    elif backend != "llvm":
+        raise UserError(f"backend {backend!r} cannot run on this machine: it has no GPU runtime "
+                        f"(CUDA runs on a GPU machine; see leka/README.md)")
 
 
 def result_table(res) -> Table:

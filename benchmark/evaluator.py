@@ -21,7 +21,8 @@ import psutil
 
 from benchmark import baselines
 from benchmark.task import Task
-from leka.config import BaselineConfig, EvaluatorConfig
+from leka.config import BaselineConfig, DeviceConfig, EvaluatorConfig
+from leka.devices import parse_device
 from leka.types import EvalResult
 
 _CTX: Any = None
@@ -41,7 +42,10 @@ def _child(job: dict[str, Any], out_path: str) -> None:
     import warnings
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch.export's internal deprecations
-    from benchmark.worker import run_job
+    if job.get("device"):  # a board behind the RPC tracker (benchmark/rpc_runner.py)
+        from benchmark.rpc_runner import run_remote_job as run_job
+    else:
+        from benchmark.worker import run_job
 
     run_job(job, out_path)
 
@@ -70,8 +74,11 @@ class Evaluator:
     """`evaluate(task, candidate)` -> EvalResult. One instance serves a whole run."""
 
     def __init__(self, cfg: EvaluatorConfig | None = None, backend: str = "llvm",
-                 baseline: BaselineConfig | None = None, cache_dir: str | None = None):
+                 baseline: BaselineConfig | None = None, cache_dir: str | None = None,
+                 device: DeviceConfig | None = None):
         self.cfg = cfg or EvaluatorConfig()
+        # None: this machine; else the remote device's config, handed to the child as a dict
+        self.device = device.model_dump(mode="json") if device is not None and parse_device(device.url) else None
         self.backend = backend
         self.baseline = baseline or BaselineConfig()
         self.cache_dir = cache_dir or self.baseline.cache_dir
@@ -92,7 +99,7 @@ class Evaluator:
             "candidate": candidate.model_dump(mode="json") if candidate is not None else None,
             "evaluator": self.cfg.model_dump(mode="json"), "baseline": kind if time_it else None,
             "time": time_it, "profile": profile, "export": export, "cache_dir": self.cache_dir,
-            "threads": len(os.sched_getaffinity(0)),
+            "threads": len(os.sched_getaffinity(0)), "device": self.device,
         }
         if time_it and kind == "tuned":
             d = baselines.ms_dir(task, self.backend, self.baseline.trials, self.cache_dir)

@@ -318,9 +318,13 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
             raise UserError("give --task ID|PATH (or --resume RUN_DIR)")
         if cfg.backend not in A.BACKENDS:
             raise UserError(f"unknown backend {cfg.backend!r}; use one of {', '.join(A.BACKENDS)}")
-        if cfg.backend != "llvm":
-            raise UserError(f"backend {cfg.backend!r} cannot run on this machine (no GPU / OpenCL runtime); "
-                            "CUDA runs on a GPU host, OpenCL through TVM RPC (leka/README.md)")
+        if cfg.backend == "opencl":
+            from leka.opencl import check_runnable
+
+            check_runnable(cfg.device)
+        elif cfg.backend != "llvm":
+            raise UserError(f"backend {cfg.backend!r} cannot run on this machine (no GPU runtime); "
+                            "CUDA runs on a GPU host (leka/README.md)")
         bad = [lv for lv in cfg.run.layers if lv not in LEVELS]
         if bad or not cfg.run.layers:
             raise UserError(f"--layers: unknown level(s) {bad}; use a comma list of L0, L1, L2")
@@ -346,7 +350,7 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
         (run_dir / "run.json").write_text(json.dumps({"task": task.id, "task_path": str(task.path),
                                                       "started": time.time()}))
     root = load_root(task, cfg.baseline.cache_dir)
-    evaluator = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline)
+    evaluator = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline, device=cfg.device)
     holder: dict[str, Any] = {}
     agents, router, ledger = make_agents(cfg, holder, root, task, run_dir)
     tree = Tree(run_dir, defer=cfg.run.defer_followups)

@@ -45,11 +45,16 @@ def cpu_target(num_cores: int | None = None) -> tvm.target.Target:
 
 def make_target(backend: str, **opts: Any) -> tvm.target.Target:
     if backend == "llvm":
+        if opts.get("target"):  # a board's CPU (device config), e.g. {"mtriple": "aarch64-linux-gnu"}
+            return tvm.target.Target({"kind": "llvm", **opts["target"]})
         return cpu_target(opts.get("num_cores"))
     if backend == "cuda":
         return tvm.target.Target({"kind": "cuda", "arch": opts.get("arch", "sm_90")})
     if backend == "opencl":
-        return tvm.target.Target({"kind": "opencl"})
+        # host code runs on this CPU unless a device config names the board's host (mtriple, ...)
+        spec = {"kind": "opencl", **(opts.get("target") or {})}
+        spec.setdefault("host", {"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu()})
+        return tvm.target.Target(spec)
     raise ValueError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
 
 
@@ -73,7 +78,19 @@ def vector_lanes_fp32(target: tvm.target.Target) -> int:
 
 
 def device_for(backend: str, index: int = 0):
+    if backend == "opencl":
+        _opencl_device_api()
     return {"llvm": tvm.cpu, "cuda": tvm.cuda, "opencl": tvm.opencl}[backend](index)
+
+
+def _opencl_device_api() -> None:
+    """The wheel has no OpenCL device API: load TVM's OpenCL runtime plugin (leka/opencl.py) once."""
+    from leka import opencl
+
+    opencl.load_plugin()
+    if not tvm.opencl(0).exist:
+        raise opencl.OpenCLUnavailable("the OpenCL plugin is loaded but no OpenCL device exists: install an "
+                                       "ICD (`pocl-opencl-icd` gives a CPU device) or check OCL_ICD_VENDORS")
 
 
 # ----------------------------------------------------------------------------- import
@@ -227,13 +244,21 @@ def build(mod: tvm.IRModule, target: tvm.target.Target):
 _EXPORT_NOISE = "Warning: Scope Saving"
 
 
-def export_library(ex, path: str, options: Sequence[str] = ()) -> None:
+def export_library(ex, path: str, options: Sequence[str] = (), cross_compiler: str = "") -> None:
+    """`cross_compiler` (e.g. aarch64-linux-gnu-g++) links a library for a board's host CPU."""
+    kw: dict[str, Any] = {}
+    if options:
+        kw["options"] = list(options)
+    if cross_compiler:
+        from tvm.contrib import cc
+
+        kw["fcompile"] = cc.cross_compiler(cross_compiler)
     sys.stderr.flush()
     with tempfile.TemporaryFile(mode="w+b") as cap:
         saved = os.dup(2)
         os.dup2(cap.fileno(), 2)
         try:
-            ex.export_library(path, options=list(options)) if options else ex.export_library(path)
+            ex.export_library(path, **kw)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -723,6 +748,11 @@ def remote_vm(remote, lib_name: str, backend: str):
     rlib = remote.load_module(lib_name)
     dev = remote_device(remote, backend)
     return relax.VirtualMachine(rlib, dev), dev
+
+
+def remote_runner(remote, lib_name: str, backend: str) -> VMRunner:
+    """A VMRunner whose VM, tensors and time_evaluator live on the remote device."""
+    return VMRunner(remote.load_module(lib_name), remote_device(remote, backend))
 
 
 def tensor_on(arr: np.ndarray, dev):
