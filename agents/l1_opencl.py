@@ -49,11 +49,22 @@ def vector_trace(func, info: KernelInfo, work_group: int, width: int) -> list[di
     return r.steps if vectorised else None
 
 
+def matmul_tile_trace(func, info: KernelInfo, tile: int) -> list[dict[str, Any]] | None:
+    """The CUDA GEMM tile (one output per work-item, tile x tile per work-group) with the
+    accumulator in private memory: with an epilogue computed at the work-item, TVM would otherwise
+    keep the accumulator a whole-size buffer, which OpenCL C cannot declare inside a kernel."""
+    steps = cuda_matmul_trace(func, info, tile)
+    if steps is None or info.main in info.outputs:
+        return steps
+    return [*steps, {"prim": "get_sblock", "args": [info.main], "out": ["b_acc"]},
+            {"prim": "set_scope", "args": ["b_acc", 0, "local"]}]
+
+
 def opencl_variants(func, info: KernelInfo) -> list[tuple[str, list[dict[str, Any]] | None]]:
     out: list[tuple[str, list[dict[str, Any]] | None]] = []
     if info.kind in ("matmul", "batch_matmul"):
-        out.append(("opencl: 16x16 output tile per work-group", _safe(cuda_matmul_trace, func, info, 16)))
-        out.append(("opencl: 8x8 output tile per work-group", _safe(cuda_matmul_trace, func, info, 8)))
+        out.append(("opencl: 16x16 output tile per work-group", _safe(matmul_tile_trace, func, info, 16)))
+        out.append(("opencl: 8x8 output tile per work-group", _safe(matmul_tile_trace, func, info, 8)))
     for wg in (64, 128):
         for w in VECTOR_WIDTHS[:2]:
             out.append((f"opencl: work-group {wg}, float{w} per work-item", _safe(vector_trace, func, info, wg, w)))
