@@ -250,7 +250,7 @@ def export_library(ex, path: str, options: Sequence[str] = (), cross_compiler: s
     if options:
         kw["options"] = list(options)
     if cross_compiler:
-        from tvm.contrib import cc
+        from tvm.support import cc  # tvm.contrib.cc before 0.27
 
         kw["fcompile"] = cc.cross_compiler(cross_compiler)
     sys.stderr.flush()

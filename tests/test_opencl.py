@@ -8,6 +8,7 @@ there these tests run; elsewhere the fixture builds the plugin when the sources 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -144,3 +145,54 @@ def test_board_disconnect_mid_evaluation_is_a_failed_result(board, task, tmp_pat
         assert res2.correct, res2.error
     finally:
         srv2.stop()
+
+
+def test_opencl_rule_agents_edits_apply_and_run(plugin, task, tmp_path):
+    from agents.l1_opencl import OpenCLRuleL1Agent
+    from agents.l2_opencl import OpenCLRuleL2Agent
+    from leka import edits
+    from leka.protocols import AgentContext
+
+    root = ir.import_root(task)
+    c = ir.root_candidate(task, "opencl", root)
+    l1 = OpenCLRuleL1Agent(root_params=root.params).propose(
+        c, AgentContext(task_id=task.id, backend="opencl", level="L1", variants=8))
+    assert any("float4" in e.rationale for e in l1) and any("work-group 256" in e.rationale for e in l1)
+    vec = next(e for e in l1 if "float4" in e.rationale)
+    assert any(s["prim"] == "vectorize" for s in vec.payload["trace"])
+    o1 = edits.apply_edit(c, vec, workdir=tmp_path, root_params=root.params)
+    assert o1.error is None, o1.error
+    l2 = OpenCLRuleL2Agent(root_params=root.params).propose(
+        o1.candidate, AgentContext(task_id=task.id, backend="opencl", level="L2", variants=3))
+    sized = next(e for e in l2 if "reqd_work_group_size" in e.rationale)
+    assert "reqd_work_group_size(" in sized.payload["text"]
+    o2 = edits.apply_edit(o1.candidate, sized, workdir=tmp_path, root_params=root.params)
+    assert o2.error is None, o2.error
+    assert len(o2.candidate.l1) == 1 and len(o2.candidate.l2) == 1
+    res = Evaluator(_cfg(), backend="opencl", cache_dir=str(tmp_path)).evaluate(task, o2.candidate, time_it=False)
+    assert res.compiled and res.correct, res.error
+
+
+def test_leka_run_backend_opencl(plugin, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "leka.cli", "run", "--task", str(DATA / "tiny_task.py"),
+                        "--backend", "opencl", "--budget", "5m", "--max-evals", "2", "--quiet",
+                        "--out", str(tmp_path)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    import json
+
+    (summary,) = tmp_path.glob("*/summary.json")
+    s = json.loads(summary.read_text())
+    assert s["backend"] == "opencl" and s["best_correct"] and s["evaluations"] == 2
+
+
+@pytest.mark.skipif(shutil.which("aarch64-linux-gnu-g++") is None,
+                    reason="no aarch64 cross compiler (apt-get install g++-aarch64-linux-gnu)")
+def test_board_target_cross_compiles(task, tmp_path):
+    # what the remote runner uploads to an RK3588: Mali OpenCL kernels, aarch64 host code
+    root = ir.import_root(task)
+    tgt = A.make_target("opencl", target={"device": "mali", "host": {"kind": "llvm", "mtriple": "aarch64-linux-gnu"}})
+    built = ir.build_candidate(ir.root_candidate(task, "opencl", root), tgt, root.params, for_rpc=True)
+    lib = Path(ir.export(built, tmp_path / "mali.so", cross_compiler="aarch64-linux-gnu-g++"))
+    head = lib.read_bytes()[:20]
+    assert head[:4] == b"\x7fELF" and int.from_bytes(head[18:20], "little") == 183  # EM_AARCH64
