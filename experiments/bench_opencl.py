@@ -59,6 +59,13 @@ def one_task(tid: str, budget: float, out: str, device: str) -> dict:
     return row
 
 
+def _cpu() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
+        if line.startswith("model name"):
+            return f"{line.split(':', 1)[1].strip()}, {len(os.sched_getaffinity(0))} cores"
+    return platform.processor() or platform.machine()
+
+
 def table(rows: list[dict], budget: float, device: str) -> str:
     n = len(rows)
     lines = ["| task | lvl | DLight ok | compiled | correct | speedup vs DLight | valid | fast | L0/L1/L2 | evals |",
@@ -75,11 +82,13 @@ def table(rows: list[dict], budget: float, device: str) -> str:
     c1 = sum(r.get("compiled", False) for r in rows)
     k1 = sum(r.get("correct", False) for r in rows)
     f1 = sum(r.get("fast", False) for r in rows)
+    fv = sum(r.get("fast", False) and bool(r.get("timing_valid")) for r in rows)
     dl = sum(r.get("dlight_correct", False) for r in rows)
-    lines += ["", f"Device {device} ({'CPU-OpenCL: PoCL on ' + platform.processor() if device == 'local' else device}); "
+    lines += ["", f"Device {device} ({'CPU-OpenCL: PoCL on ' + _cpu() if device == 'local' else device}); "
               f"rule policy, {budget:.0f} s per task; {n} tasks.",
               f"**Compile@1 {c1}/{n} = {c1 / n:.2f}, Correct@1 {k1}/{n} = {k1 / n:.2f}, "
-              f"Fast@1.0 vs DLight {f1}/{n} = {f1 / n:.2f}**; DLight baseline correct on the device: {dl}/{n}."]
+              f"Fast@1.0 vs DLight {f1}/{n} = {f1 / n:.2f}** ({fv} of them with timing spread under the "
+              f"bound); DLight baseline correct on the device: {dl}/{n}."]
     return "\n".join(lines)
 
 
@@ -90,9 +99,13 @@ def main() -> None:
     ap.add_argument("--budget", default="75s")
     ap.add_argument("--device", default="local", help="local | rpc://HOST:PORT/KEY")
     ap.add_argument("--out", default=str(ROOT / "experiments" / "out" / "bench_opencl"))
+    ap.add_argument("--table", default="", help="print the table of a saved JSON (this script's output) and stop")
     args = ap.parse_args()
-    ids = [t for t in args.tasks.split(",") if t] or load_subset(args.subset, "opencl")
     budget = parse_duration(args.budget)
+    if args.table:
+        print(table(json.loads(Path(args.table).read_text()), budget, args.device))
+        return
+    ids = [t for t in args.tasks.split(",") if t] or load_subset(args.subset, "opencl")
     rows = []
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -236,7 +236,18 @@ def gpu_default_schedule(mod: tvm.IRModule, target: tvm.target.Target | None = N
 
 
 def build(mod: tvm.IRModule, target: tvm.target.Target):
+    if target.kind.name == "opencl":
+        _opencl_if_built()
     return tvm.compile(mod, target)
+
+
+def _opencl_if_built() -> None:
+    """An OpenCL module built while no OpenCL runtime is registered becomes a fallback module that
+    can be exported (for a board) but never run here: load the plugin first when it exists."""
+    from leka import opencl
+
+    if opencl.plugin_path().is_file():
+        opencl.load_plugin()
 
 
 # TVM 0.27 logs one "Warning: Scope Saving:" line per kernel from C++ when a VM executable is
