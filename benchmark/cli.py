@@ -114,7 +114,8 @@ def eval_cmd(
         with console.status(f"MetaSchedule baseline for {t.id} ({trials} trials; cached after the first run)"):
             d, reused = baselines.ensure_tuned(t, backend, trials, cfg.baseline.cache_dir)
         err_console.print(f"tuned baseline {'reused from' if reused else 'tuned into'} {d}")
-    ev = Evaluator(cfg.evaluator, backend, cfg.baseline.model_copy(update={"kind": baseline, "trials": trials}))
+    ev = Evaluator(cfg.evaluator, backend, cfg.baseline.model_copy(update={"kind": baseline, "trials": trials}),
+                   device=cfg.device)
     cand = ir.candidate_from_file(t, str(candidate), backend) if candidate else None
     with console.status(f"evaluating {t.id} ..."):
         res = ev.evaluate(t, cand)

@@ -143,7 +143,7 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
     else:
         final = state["cand"]
         (run_dir / "candidate.json").write_text(final.model_dump_json(indent=1))
-        ev = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline).evaluate(task, final)
+        ev = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline, device=cfg.device).evaluate(task, final)
         (run_dir / "eval.json").write_text(ev.model_dump_json(indent=1))
         res.compile_at_1, res.correct_at_1 = ev.compiled, ev.correct
         res.fast_at_1 = bool(ev.measured and (ev.speedup or 0.0) > 1.0)  # as benchmark.metrics.fast_at(p=1)

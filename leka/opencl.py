@@ -129,14 +129,34 @@ def build_plugin(src: Path | None = None, out: Path | None = None) -> Path:
             hint = " (the OpenCL headers/ICD loader: `make opencl` installs them)" if "CL/" in tail or "lOpenCL" in tail else ""
             raise OpenCLUnavailable(f"building the OpenCL plugin failed{hint}:\n{tail}")
         tmp_out.replace(out)
+    _stamp(out).write_text(_wheel_version())
     return out
+
+
+def _stamp(plugin: Path) -> Path:
+    return plugin.with_name(plugin.name + ".tvm-version")
+
+
+def _wheel_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("apache-tvm")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def is_stale(plugin: Path) -> bool:
+    """Built against another apache-tvm than the installed one (its ABI may differ)."""
+    st = _stamp(plugin)
+    return st.is_file() and st.read_text().strip() != _wheel_version()
 
 
 def ensure_plugin(src: Path | None = None, install: bool = False) -> Path:
     """The plugin's path, building it first when it is missing (and installing the apt packages
     first when `install`)."""
     p = plugin_path()
-    if p.is_file():
+    if p.is_file() and not is_stale(p):
         return p
     if install:
         install_deps()

@@ -28,7 +28,7 @@ def build_cmd(
         got = opencl.install_deps()
         if got:
             typer.echo(f"installed {' '.join(got)}")
-    if dest.is_file() and not force:
+    if dest.is_file() and not force and not opencl.is_stale(dest):
         typer.echo(f"{dest} exists (--force rebuilds)")
         return
     if not src.is_dir():

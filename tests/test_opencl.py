@@ -196,3 +196,21 @@ def test_board_target_cross_compiles(task, tmp_path):
     lib = Path(ir.export(built, tmp_path / "mali.so", cross_compiler="aarch64-linux-gnu-g++"))
     head = lib.read_bytes()[:20]
     assert head[:4] == b"\x7fELF" and int.from_bytes(head[18:20], "little") == 183  # EM_AARCH64
+
+
+@pytest.mark.slow
+def test_leka_opencl_build_from_source_folder(tmp_path):
+    # what `make opencl` runs, into a fresh path (~50 s of g++); the stamp records the wheel it matches
+    src = opencl.default_src()
+    if not src.is_dir():
+        pytest.skip(f"no TVM source folder at {src} (set LEKA_TVM_OPENCL_SRC)")
+    out = tmp_path / "libtvm_opencl.so"
+    r = subprocess.run([sys.executable, "-m", "leka.cli", "opencl", "build", "--tvm-src", str(src), "--out", str(out),
+                        "--no-install-deps"], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert out.is_file() and not opencl.is_stale(out)
+    bad = subprocess.run([sys.executable, "-m", "leka.cli", "opencl", "build", "--tvm-src", str(tmp_path),
+                          "--out", str(tmp_path / "x.so"), "--no-install-deps"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert bad.returncode == 2 and "no TVM OpenCL runtime sources" in bad.stderr
