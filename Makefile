@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow lint bench clean
+.PHONY: setup demo test test-slow lint bench clean opencl
 
 setup: $(STAMP)
 
@@ -16,6 +16,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev,claude]'
 	"$$($(BIN)/python -c 'from leka.arms.claude_code import find_cli; print(find_cli())')" --version  # the Claude Code arm's CLI
 	touch $(STAMP)
+
+# TVM's OpenCL runtime as a plugin of the wheel (+ PoCL, an OpenCL device on the CPU; apt as root):
+# `make opencl TVM_SRC=~/tvm` builds it from your TVM checkout
+TVM_SRC ?= ../shared/tvm-opencl
+opencl: setup
+	$(BIN)/leka opencl build --tvm-src $(TVM_SRC)
 
 demo: setup
 	$(BIN)/leka demo

@@ -304,5 +304,6 @@ def lowered_funcs(candidate, target, root_params=None) -> dict[str, Any]:
     the hash of the unscheduled PrimFunc, so that is what a rule must schedule."""
     from leka import ir
 
-    mod = A.lower(ir.relax_module(candidate, root_params), target)
+    # before DLight on GPUs: a thread-bound PrimFunc can be neither re-scheduled nor keyed
+    mod = A.lower(ir.relax_module(candidate, root_params), target, gpu_schedule=False)
     return A.prim_funcs(mod)

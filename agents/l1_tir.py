@@ -402,10 +402,13 @@ class RuleL1Agent:
             return A.make_target("llvm", num_cores=context.num_cores or None)
         return A.make_target(self.backend)
 
+    def raw_variants(self, func, info: KernelInfo, lanes: int) -> list[tuple[str, list[dict[str, Any]] | None]]:
+        return cpu_variants(func, info, lanes) if self.backend == "llvm" else cuda_variants(func, info)
+
     def variants_for(self, func, name: str, lanes: int, seed: int = 0) -> list[tuple[str, list[dict[str, Any]]]]:
         """Legal (rationale, trace) pairs for one unscheduled PrimFunc, best guess first."""
         info = analyse(func, name)
-        raw = cpu_variants(func, info, lanes) if self.backend == "llvm" else cuda_variants(func, info)
+        raw = self.raw_variants(func, info, lanes)
         seen: set[str] = set()
         res = []
         for why, steps in raw:

@@ -43,10 +43,10 @@ def list_cmd(
     console.print(tab)
 
 
-def _check_backend(backend: str) -> None:
+def _check_backend(backend: str, device_url: str = "local") -> None:
     from leka.backends import require_runnable
 
-    require_runnable(backend)
+    require_runnable(backend, device_url)
 
 
 def result_table(res) -> Table:
@@ -95,12 +95,12 @@ def eval_cmd(
     from leka.core.types import EvalResult
     from leka.ir.files import CandidateFilesError, load_candidate
 
-    _check_backend(backend)
     if baseline not in baselines.BASELINES:
         raise UserError(f"unknown baseline {baseline!r}; use one of {', '.join(baselines.BASELINES)}")
     if candidate is not None and not candidate.exists():
         raise UserError(f"candidate file {candidate} not found")
     cfg = load_config(config_files, config)
+    _check_backend(backend, cfg.device.url)
     if timeout:
         cfg.evaluator.timeout_s = timeout
     t = resolve(task)
@@ -108,7 +108,8 @@ def eval_cmd(
         with console.status(f"MetaSchedule baseline for {t.id} ({trials} trials; cached after the first run)"):
             d, reused = baselines.ensure_tuned(t, backend, trials, cfg.baseline.cache_dir)
         err_console.print(f"tuned baseline {'reused from' if reused else 'tuned into'} {d}")
-    ev = Evaluator(cfg.evaluator, backend, cfg.baseline.model_copy(update={"kind": baseline, "trials": trials}))
+    ev = Evaluator(cfg.evaluator, backend, cfg.baseline.model_copy(update={"kind": baseline, "trials": trials}),
+                   device=cfg.device)
     try:
         cand = (load_candidate(t, candidate, backend, workdir=Path(cfg.baseline.cache_dir) / "candidates")
                 if candidate else None)

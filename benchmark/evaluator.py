@@ -17,6 +17,8 @@ from benchmark.runner import LocalRunner, Runner
 from benchmark.task import Task
 from leka.core.config import BaselineConfig, EvaluatorConfig
 from leka.core.types import EvalResult
+from leka.core.config import DeviceConfig
+from leka.core.devices import parse_device
 
 
 class Evaluator:
@@ -24,10 +26,13 @@ class Evaluator:
 
     def __init__(self, cfg: EvaluatorConfig | None = None, backend: str = "llvm",
                  baseline: BaselineConfig | None = None, cache_dir: str | None = None,
-                 runner: Runner | None = None):
+                 runner: Runner | None = None, device: DeviceConfig | None = None):
         self.cfg = cfg or EvaluatorConfig()
         # where jobs run: a forked local child by default; an RPC device's runner takes the same jobs
         self.runner: Runner = runner or LocalRunner(self.cfg.timeout_s, self.cfg.memory_cap_gb)
+        # None: this machine; else the remote device's config, handed to the child as a dict (the child
+        # then runs benchmark/rpc_runner.py: build here, check and time on the board)
+        self.device = device.model_dump(mode="json") if device is not None and parse_device(device.url) else None
         self.backend = backend
         self.baseline = baseline or BaselineConfig()
         self.cache_dir = cache_dir or self.baseline.cache_dir
@@ -48,7 +53,7 @@ class Evaluator:
             "candidate": candidate.model_dump(mode="json") if candidate is not None else None,
             "evaluator": self.cfg.model_dump(mode="json"), "baseline": kind if time_it else None,
             "time": time_it, "profile": profile, "export": export, "cache_dir": self.cache_dir,
-            "threads": len(os.sched_getaffinity(0)),
+            "threads": len(os.sched_getaffinity(0)), "device": self.device,
         }
         if time_it and kind == "tuned":
             d = baselines.ms_dir(task, self.backend, self.baseline.trials, self.cache_dir)

@@ -65,7 +65,10 @@ def _child(job: dict[str, Any], out_path: str) -> None:
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch.export's internal deprecations
     # imported here, in the child: the parent (and its forkserver's preload list) decides what is loaded
-    from benchmark.worker import run_job
+    if job.get("device"):  # a board behind the RPC tracker: build here, check and time there
+        from benchmark.rpc_runner import run_remote_job as run_job
+    else:
+        from benchmark.worker import run_job
 
     run_job(job, out_path)
 

@@ -17,6 +17,9 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
 
 
 def _mount() -> None:
+    from leka.opencl_cli import app as opencl_app
+
+    app.add_typer(opencl_app, name="opencl", help="OpenCL runtime plugin: build it from a TVM source folder.")
     from benchmark.cli import app as bench_app
 
     app.add_typer(bench_app, name="bench", help="EdgeKernelBench: list tasks, evaluate, tune baselines.")
@@ -28,6 +31,7 @@ def _mount() -> None:
 def run_cmd(
     task: str = typer.Option(None, "--task", help="task id or path of a KernelBench-format file"),
     backend: str = typer.Option("llvm", "--backend", help="a backend of `leka backends` (llvm, cuda, opencl)"),
+    device: str = typer.Option(None, "--device", help="local | rpc://HOST:PORT/KEY (a board at a TVM RPC tracker)"),
     budget: str = typer.Option("10m", "--budget", help="wall clock, e.g. 90s, 10m, 1h"),
     policy: str = typer.Option("rules", "--policy", help="rules (offline, default) | llm"),
     model: str = typer.Option("", "--model", help="openai:M | anthropic:M | compat:URL|M | scripted:F | replay:F"),
@@ -52,6 +56,11 @@ def run_cmd(
             f"run.seed={seed}", f"run.out={out}"]
     if model:
         sets.append(f"llm.model='{model}'")
+    if device:
+        from leka.core.devices import parse_device
+
+        parse_device(device)
+        sets.append(f"device.url='{device}'")
     if max_evals is not None:
         if max_evals < 1:
             raise UserError("--max-evals must be >= 1")

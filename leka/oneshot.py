@@ -88,7 +88,7 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
         raise UserError("--model is required: openai:MODEL | anthropic:MODEL | compat:URL|MODEL | scripted:F")
     cfg: LekaConfig = load_config(list(config_files), [*overrides, f"backend={backend}", f"llm.model='{model}'",
                                                        "llm.max_repairs=0"])
-    require_runnable(cfg.backend)
+    require_runnable(cfg.backend, cfg.device.url)
     task = resolve(task_ref)
     ledger = Ledger(max_calls=1)  # one call by definition
     provider = make_provider(cfg.llm.model, cfg.llm, ledger)  # a bad spec or a missing key fails here
@@ -153,7 +153,7 @@ def _evaluate(res: OneShotResult, cfg: LekaConfig, task, final, run_dir: Path) -
     from benchmark.metrics import fast_at
 
     (run_dir / "candidate.json").write_text(final.model_dump_json(indent=1))
-    ev = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline).evaluate(task, final)
+    ev = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline, device=cfg.device).evaluate(task, final)
     (run_dir / "eval.json").write_text(ev.model_dump_json(indent=1))
     res.compile_at_1, res.correct_at_1 = ev.compiled, ev.correct
     res.fast_at_1 = fast_at([ev], 1.0) == 1.0

@@ -320,7 +320,7 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
         cfg = load_config(list(config_files), list(overrides))
         if task_ref is None:
             raise UserError("give --task ID|PATH (or --resume RUN_DIR)")
-        require_runnable(cfg.backend)
+        require_runnable(cfg.backend, cfg.device.url)
         bad = [lv for lv in cfg.run.layers if lv not in LEVELS]
         if bad or not cfg.run.layers:
             raise UserError(f"--layers: unknown level(s) {bad}; use a comma list of L0, L1, L2")
@@ -346,7 +346,7 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
         (run_dir / "run.json").write_text(json.dumps({"task": task.id, "task_path": str(task.path),
                                                       "started": time.time()}))
     root = load_root(task, cfg.baseline.cache_dir)
-    evaluator = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline)
+    evaluator = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline, device=cfg.device)
     focus = Focus()
     agents, router, ledger = make_agents(cfg, focus, root, task, run_dir)
     tree = Tree(run_dir, defer=cfg.run.defer_followups)

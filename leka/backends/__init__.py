@@ -106,9 +106,14 @@ def l2_extension(language: str) -> str:
     return "txt"
 
 
-def require_runnable(name: str) -> Backend:
-    """The backend, or a `BackendUnavailable` saying why its candidates cannot run on this machine."""
+def require_runnable(name: str, device_url: str = "local") -> Backend:
+    """The backend, or a `BackendUnavailable` saying why its candidates cannot run on this machine. A
+    remote device (`rpc://HOST:PORT/KEY`) brings its own runtime: only the name is checked then."""
     b = get_backend(name)
+    if device_url not in ("", "local"):
+        if "rpc" not in b.runs_on:
+            raise BackendUnavailable(f"backend {name!r} does not run through TVM RPC")
+        return b
     why = b.unavailable()
     if why:
         raise BackendUnavailable(f"backend {name!r} cannot run on this machine: {why}")

@@ -8,7 +8,10 @@ from typing import Any
 from leka.backends import Backend
 
 
-def target_spec(system_cpu: str = "", num_cores: int = 1, **_: Any) -> dict[str, Any]:
+def target_spec(system_cpu: str = "", num_cores: int = 1, target: dict[str, Any] | None = None,
+                **_: Any) -> dict[str, Any]:
+    if target:  # a board's CPU (device config), e.g. {"mtriple": "aarch64-linux-gnu"}
+        return {"kind": "llvm", **target}
     # A bare {"kind": "llvm"} emits SSE-only code and "mcpu": "native" is rejected in TVM 0.27
     return {"kind": "llvm", "mcpu": system_cpu, "num-cores": num_cores}
 

@@ -1,25 +1,48 @@
-"""OpenCL devices (e.g. a Mali GPU on an RK3588 board): OpenCL C generated here, candidates run
-through TVM RPC on a board whose runtime has OpenCL (the pip wheel has none). L2 sources are whole
-OpenCL C kernels spliced into the generated source."""
+"""OpenCL devices: OpenCL C generated here; candidates run in this process on any OpenCL platform (PoCL
+gives one on the CPU) once TVM's OpenCL runtime plugin is built (`make opencl`; the pip wheel has no
+OpenCL runtime), or through TVM RPC on a board (RK3588 Mali, Adreno: docs/boards.md). L2 sources are
+whole OpenCL C kernels spliced into the generated source."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from leka.backends import Backend
 
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN_NAME = "libtvm_opencl.so"
 
-def target_spec(**_: Any) -> dict[str, Any]:
-    return {"kind": "opencl"}
+
+def plugin_path() -> Path:
+    """Where `make opencl` puts the plugin ($LEKA_OPENCL_PLUGIN overrides)."""
+    env = os.environ.get("LEKA_OPENCL_PLUGIN")
+    return Path(env) if env else REPO / ".leka-cache" / PLUGIN_NAME
+
+
+def target_spec(system_cpu: str = "", target: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
+    # host code runs on this CPU unless a device config names the board's host (mtriple, ...)
+    spec = {"kind": "opencl", **(target or {})}
+    spec.setdefault("host", {"kind": "llvm", "mcpu": system_cpu})
+    return spec
 
 
 def unavailable() -> str | None:
-    return ("it has no GPU / OpenCL runtime (CUDA runs on a GPU machine, OpenCL through TVM RPC; "
-            "see leka/README.md)")
+    """Local OpenCL needs the plugin and an ICD; a board behind RPC brings its own runtime (the callers
+    skip this check for `--device rpc://...`)."""
+    p = plugin_path()
+    if not p.is_file():
+        return f"no OpenCL runtime plugin at {p}: run `make opencl` (or `leka opencl build --tvm-src DIR`)"
+    vendors = Path(os.environ.get("OCL_ICD_VENDORS", "/etc/OpenCL/vendors"))
+    if not vendors.exists() or (vendors.is_dir() and not any(vendors.glob("*.icd"))):
+        return (f"no OpenCL platform ({vendors} lists no .icd): install pocl-opencl-icd (`make opencl`) or a "
+                "GPU driver's OpenCL")
+    return None
 
 
 BACKEND = Backend(
-    name="opencl", target_spec=target_spec, device="opencl", remote_device="cl", runs_on=("rpc",),
+    name="opencl", target_spec=target_spec, device="opencl", remote_device="cl", runs_on=("local", "rpc"),
     unavailable=unavailable, l2_languages={"opencl": "cl"}, domain="aiot", gpu=True,
     # RK3588-class board: a guess until measured over RPC
     peaks={"opencl": ("mobile-gpu-mali-g610", 500.0, 50.0)}, default_arch="opencl",

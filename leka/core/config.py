@@ -72,8 +72,20 @@ class LLMConfig(_Section):
     max_repairs: int = 2
 
 
+class DeviceConfig(_Section):
+    """Where candidates run (leka/devices.py, docs/boards.md): `local`, or `rpc://HOST:PORT/KEY`, a
+    board registered under KEY at the TVM RPC tracker HOST:PORT."""
+
+    url: str = "local"
+    target: dict[str, Any] = Field(default_factory=dict)  # e.g. {"device": "mali", "host": {"kind": "llvm", "mtriple": "aarch64-linux-gnu"}}
+    cross_compiler: str = ""  # e.g. aarch64-linux-gnu-g++: links the uploaded library on this host
+    session_timeout_s: float = 600.0  # the tracker frees the board after this long
+    request_timeout_s: float = 120.0  # wait this long for a free board
+
+
 class LekaConfig(_Section):
     backend: str = "llvm"  # a name of the backend table (leka.backends)
+    device: DeviceConfig = Field(default_factory=DeviceConfig)
     evaluator: EvaluatorConfig = Field(default_factory=EvaluatorConfig)
     baseline: BaselineConfig = Field(default_factory=BaselineConfig)
     run: RunConfig = Field(default_factory=RunConfig)

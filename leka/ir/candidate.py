@@ -329,11 +329,11 @@ def compile_l2_source(language: str, text: str, l2_dir=None):
     return L2.compile_cpp(text, l2_dir, language="c" if language == "c" else "cpp")
 
 
-def export(built: Built, path: str | Path) -> str:
+def export(built: Built, path: str | Path, cross_compiler: str = "") -> str:
     """A deployable .so (L2 objects linked in) that loads in a fresh process with
     `tvm.runtime.load_module` + `relax.VirtualMachine`."""
     opts = list(built.extra_modules)
     if opts:
         opts.append("-fopenmp")  # the hand-written kernels may use OpenMP
-    A.export_library(built.executable, str(path), options=opts)
+    A.export_library(built.executable, str(path), options=opts, cross_compiler=cross_compiler)
     return str(path)

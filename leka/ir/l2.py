@@ -157,7 +157,8 @@ def kernel_names(src: str, language: str) -> list[str]:
 def _qual(language: str) -> str:
     if language == "cuda":
         return r'(?:extern\s+"C"\s+)?__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?'
-    return r"__kernel\s+void\s+(?:__attribute__\(\([^)]*\)\)\s+)?"
+    # an attribute may nest one level of parentheses: __attribute__((reqd_work_group_size(64, 1, 1)))
+    return r"__kernel\s+void\s+(?:__attribute__\(\((?:[^()]|\([^()]*\))*\)\)\s+)?"
 
 
 def _match_close(src: str, i: int, open_ch: str, close_ch: str) -> int:

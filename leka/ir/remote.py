@@ -69,10 +69,13 @@ def start_tracker(host: str = "127.0.0.1", port: int | None = None) -> LocalProc
 
 
 def start_server(host: str = "127.0.0.1", port: int | None = None, tracker: tuple[str, int] | None = None,
-                 key: str = "") -> LocalProcess:
+                 key: str = "", load_library: str | Path | None = None) -> LocalProcess:
+    """`load_library`: e.g. the OpenCL plugin (leka/tvm_adapter/opencl_plugin.py), which makes the server an OpenCL board."""
     port = port or free_port()
     # --port-end defaults to 9199: a port above it needs an explicit end or binding fails
     args = ["tvm.exec.rpc_server", "--host", host, "--port", str(port), "--port-end", str(port + 1)]
+    if load_library:
+        args += ["--load-library", str(load_library)]
     if tracker:
         args += ["--tracker", f"{tracker[0]}:{tracker[1]}", "--key", key or "local"]
     return LocalProcess(_spawn(args), host, port)
@@ -91,15 +94,16 @@ def connect(host: str, port: int, timeout_s: float = 60.0):
     raise TimeoutError(f"no RPC server at {host}:{port} after {timeout_s:.0f}s: {err}")
 
 
-def request(tracker_host: str, tracker_port: int, key: str, timeout_s: float = 60.0):
-    """A session on a free device registered under `key` at the tracker, waiting until one is up."""
+def request(tracker_host: str, tracker_port: int, key: str, timeout_s: float = 60.0, session_timeout: int = 0):
+    """A session on a free device registered under `key` at the tracker, waiting until one is up
+    (`session_timeout`: seconds after which the tracker takes the device back; 0 = never)."""
     deadline = time.monotonic() + timeout_s
     err: Exception | None = None
     while time.monotonic() < deadline:
         try:
             summary = A.rpc_tracker_summary(tracker_host, tracker_port)
             if summary.get("queue_info", {}).get(key, {}).get("free", 0):
-                return A.rpc_request(tracker_host, tracker_port, key)
+                return A.rpc_request(tracker_host, tracker_port, key, session_timeout=session_timeout)
         except Exception as e:  # noqa: BLE001
             err = e
         time.sleep(0.5)

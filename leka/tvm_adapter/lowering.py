@@ -43,7 +43,18 @@ def gpu_default_schedule(mod: tvm.IRModule, target: tvm.target.Target | None = N
 
 
 def build(mod: tvm.IRModule, target: tvm.target.Target):
+    if target.kind.name == "opencl":
+        _opencl_if_built()
     return tvm.compile(mod, target)
+
+
+def _opencl_if_built() -> None:
+    """An OpenCL module built while no OpenCL runtime is registered becomes a fallback module that
+    can be exported (for a board) but never run here: load the plugin first when it exists."""
+    from leka.tvm_adapter import opencl_plugin
+
+    if opencl_plugin.plugin_path().is_file():
+        opencl_plugin.load_plugin()
 
 
 # TVM 0.27 logs one "Warning: Scope Saving:" line per kernel from C++ when a VM executable is
@@ -51,13 +62,21 @@ def build(mod: tvm.IRModule, target: tvm.target.Target):
 _EXPORT_NOISE = "Warning: Scope Saving"
 
 
-def export_library(ex, path: str, options: Sequence[str] = ()) -> None:
+def export_library(ex, path: str, options: Sequence[str] = (), cross_compiler: str = "") -> None:
+    """`cross_compiler` (e.g. aarch64-linux-gnu-g++) links a library for a board's host CPU."""
+    kw: dict = {}
+    if options:
+        kw["options"] = list(options)
+    if cross_compiler:
+        from tvm.support import cc  # tvm.contrib.cc before 0.27
+
+        kw["fcompile"] = cc.cross_compiler(cross_compiler)
     sys.stderr.flush()
     with tempfile.TemporaryFile(mode="w+b") as cap:
         saved = os.dup(2)
         os.dup2(cap.fileno(), 2)
         try:
-            ex.export_library(path, options=list(options)) if options else ex.export_library(path)
+            ex.export_library(path, **kw)
         finally:
             os.dup2(saved, 2)
             os.close(saved)

@@ -35,3 +35,10 @@ def remote_vm(remote, lib_name: str, backend: str):
     rlib = remote.load_module(lib_name)
     dev = remote_device(remote, backend)
     return relax.VirtualMachine(rlib, dev), dev
+
+
+def remote_runner(remote, lib_name: str, backend: str):
+    """A VMRunner whose VM, tensors and time_evaluator live on the remote device."""
+    from leka.tvm_adapter.runtime import VMRunner
+
+    return VMRunner(remote.load_module(lib_name), remote_device(remote, backend))

@@ -54,7 +54,20 @@ def vector_lanes_fp32(target: tvm.target.Target) -> int:
 
 
 def device_for(backend: str, index: int = 0):
+    if backend == "opencl":
+        _opencl_device_api()
     return getattr(tvm, get_backend(backend).device)(index)
+
+
+def _opencl_device_api() -> None:
+    """The wheel has no OpenCL device API: load TVM's OpenCL runtime plugin (opencl_plugin) once."""
+    from leka.tvm_adapter import opencl_plugin
+
+    opencl_plugin.load_plugin()
+    if not tvm.opencl(0).exist:
+        raise opencl_plugin.OpenCLUnavailable(
+            "the OpenCL plugin is loaded but no OpenCL device exists: install an ICD (`pocl-opencl-icd` "
+            "gives a CPU device) or check OCL_ICD_VENDORS")
 
 
 LLVM_OPTIONS = {"fast-math", "fast-math-contract", "fast-math-reassoc", "fast-math-nnan", "fast-math-ninf",
