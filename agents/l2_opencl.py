@@ -15,10 +15,10 @@ import re
 
 from agents.common import rank_kernels
 from leka import ir
-from leka.ir import l2 as L2
 from leka import tvm_adapter as A
 from leka.core.protocols import AgentContext
 from leka.core.types import Edit, edit_digest
+from leka.ir import l2 as L2
 
 _NATIVE = ("exp", "log", "sqrt", "rsqrt", "exp2", "log2", "sin", "cos")
 _THREAD = re.compile(r'thread_binding\((?:T\.int(?:32|64)\()?(\d+)\)?,\s*thread="threadIdx\.([xyz])"'

@@ -15,10 +15,9 @@ from typing import Any
 from benchmark import baselines
 from benchmark.runner import LocalRunner, Runner
 from benchmark.task import Task
-from leka.core.config import BaselineConfig, EvaluatorConfig
-from leka.core.types import EvalResult
-from leka.core.config import DeviceConfig
+from leka.core.config import BaselineConfig, DeviceConfig, EvaluatorConfig
 from leka.core.devices import parse_device
+from leka.core.types import EvalResult
 
 
 class Evaluator:

@@ -104,8 +104,8 @@ def _check(runner, task, seeds: list[int], poison: bool, atol: float, rtol: floa
 
 
 def _on_board(job: dict[str, Any], task, libs: dict[str, Path], res: EvalResult) -> None:
-    from leka.ir import remote
     from leka import tvm_adapter as A
+    from leka.ir import remote
 
     cfg, dev_cfg = job["evaluator"], job["device"]
     dev = parse_device(dev_cfg["url"])

@@ -20,12 +20,12 @@ import pytest
 from benchmark.evaluator import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
-from leka.tvm_adapter import opencl_plugin as opencl
-from leka.ir import remote
 from leka import tvm_adapter as A
 from leka.core.config import DeviceConfig, EvaluatorConfig
 from leka.core.devices import RemoteDevice, parse_device
 from leka.core.types import UserError
+from leka.ir import remote
+from leka.tvm_adapter import opencl_plugin as opencl
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).resolve().parents[1]
@@ -152,8 +152,8 @@ def test_board_disconnect_mid_evaluation_is_a_failed_result(board, task, tmp_pat
 def test_opencl_rule_agents_edits_apply_and_run(plugin, task, tmp_path):
     from agents.l1_opencl import OpenCLRuleL1Agent
     from agents.l2_opencl import OpenCLRuleL2Agent
-    from leka.ir import edits
     from leka.core.protocols import AgentContext
+    from leka.ir import edits
 
     root = ir.import_root(task)
     c = ir.root_candidate(task, "opencl", root)
