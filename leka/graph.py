@@ -236,15 +236,16 @@ def build_graph(ctx: RunContext) -> StateGraph:
                 meta = {"llm_usage": usage} if usage else {}
                 if not out.ok:
                     res = EvalResult(task=ctx.task.id, backend=cfg.backend, error_kind="compile", error=out.error)
-                    child = ctx.tree.add_node(nid, level, edit, f"illegal:{d}", result=res,
+                    child = ctx.tree.add_node(nid, edit.level, edit, f"illegal:{d}", result=res,
                                               route_reason=state.get("route_reason", ""), meta=meta)
-                    ctx.on_event("illegal", {"node": child, "level": level, "error": out.error})
+                    ctx.on_event("illegal", {"node": child, "level": edit.level, "error": out.error})
                     continue
                 new = out.candidate
                 if ctx.tree.by_hash(new.digest) is not None:
                     continue  # the same candidate exists (reached another way): nothing new to learn
                 meta.update({"carried": out.carried, "invalidated": out.invalidated})
-                child = ctx.tree.add_node(nid, level, edit, new.digest, route_reason=state.get("route_reason", ""),
+                # the edit's own level: a `flat` agent (experiment arm) proposes any level from one slot
+                child = ctx.tree.add_node(nid, edit.level, edit, new.digest, route_reason=state.get("route_reason", ""),
                                           artifacts=_artifacts(new), meta=meta)
                 proposed.append(child)
             upd: RunState = {"proposed": proposed}
@@ -281,7 +282,8 @@ def build_graph(ctx: RunContext) -> StateGraph:
         stop = ctx.over_budget(used, state.get("evals", 0))
         if stop:
             return {"budget_used_s": used, "done": True, "stop_reason": stop}
-        nxt = choose_next(ctx.tree, state, layers, cfg.run.explore)
+        # greedy search (an ablation): no exploration bonus, so only the current best node is expanded
+        nxt = choose_next(ctx.tree, state, layers, 0.0 if cfg.run.search == "greedy" else cfg.run.explore)
         if nxt is None:
             return {"budget_used_s": used, "done": True, "stop_reason": "nothing left to expand"}
         return {"current": nxt, "iteration": state.get("iteration", 0) + 1, "budget_used_s": used,
