@@ -80,7 +80,9 @@ def result_table(res) -> Table:
 @app.command("eval")
 def eval_cmd(
     task: str = typer.Argument(..., help="a task id, or the path of any KernelBench-format file"),
-    candidate: Path = typer.Option(None, "--candidate", help="TVMScript IRModule in lifted-params form"),
+    candidate: Path = typer.Option(None, "--candidate", help="a TVMScript IRModule file (lifted-params form); "
+                                   "or a run folder (its best node), RUN_DIR/nodes/N, or any folder with a "
+                                   "candidate.json: the whole candidate, L0 text with its L1/L2 entries"),
     backend: str = typer.Option("llvm", "--backend"),
     baseline: str = typer.Option("untuned", "--baseline", help="untuned | tuned | torch | ort"),
     trials: int = typer.Option(64, "--trials", help="MetaSchedule trials for --baseline tuned"),
@@ -99,8 +101,8 @@ def eval_cmd(
     _check_backend(backend)
     if baseline not in baselines.BASELINES:
         raise UserError(f"unknown baseline {baseline!r}; use one of {', '.join(baselines.BASELINES)}")
-    if candidate is not None and not candidate.is_file():
-        raise UserError(f"candidate file {candidate} not found")
+    if candidate is not None and not candidate.exists():
+        raise UserError(f"candidate {candidate} not found")
     cfg = load_config([], config)
     if timeout:
         cfg.evaluator.timeout_s = timeout
@@ -110,7 +112,14 @@ def eval_cmd(
             d, reused = baselines.ensure_tuned(t, backend, trials, cfg.baseline.cache_dir)
         err_console.print(f"tuned baseline {'reused from' if reused else 'tuned into'} {d}")
     ev = Evaluator(cfg.evaluator, backend, cfg.baseline.model_copy(update={"kind": baseline, "trials": trials}))
-    cand = ir.candidate_from_file(t, str(candidate), backend) if candidate else None
+    if candidate is None:
+        cand = None
+    elif candidate.is_dir():
+        cand = candidate_from_dir(candidate, backend)
+        if cand.task != t.id:
+            err_console.print(f"note: the candidate was made for task {cand.task}, evaluated on {t.id}")
+    else:
+        cand = ir.candidate_from_file(t, str(candidate), backend)
     with console.status(f"evaluating {t.id} ..."):
         res = ev.evaluate(t, cand)
     if res.error_kind in ("import", "bad_input"):
@@ -123,6 +132,28 @@ def eval_cmd(
         json_out.write_text(res.model_dump_json(indent=1))
     if not res.correct:
         sys.exit(1)
+
+
+def candidate_from_dir(d: Path, backend: str):
+    """A whole candidate from a folder: RUN_DIR (its summary's best node), RUN_DIR/nodes/N, or any
+    folder holding a candidate.json (a one-shot or MetaSchedule arm's run)."""
+    from leka import ir
+
+    f = d / "candidate.json"
+    if not f.is_file() and (d / "summary.json").is_file():
+        best = json.loads((d / "summary.json").read_text()).get("best_node")
+        if best is None:
+            raise UserError(f"{d}: the run has no best node (nothing correct)")
+        f = d / "nodes" / str(best) / "candidate.json"
+    if not f.is_file():
+        raise UserError(f"{d}: no candidate.json (give a run folder, RUN_DIR/nodes/N or a candidate file)")
+    try:
+        cand = ir.Candidate.model_validate_json(f.read_text())
+    except ValueError as e:
+        raise UserError(f"{f}: not a candidate ({str(e).splitlines()[0]})") from e
+    if cand.backend != backend:
+        raise UserError(f"{f}: the candidate is for backend {cand.backend}, not {backend}")
+    return cand
 
 
 @app.command("baseline")

@@ -86,6 +86,8 @@ def status_cmd(exp_dir: str = typer.Argument(..., help="EXP_DIR")) -> None:
     st = Store(d)
     try:
         c = st.counts()
+        print(f"{c.get('done', 0)} done ({c.get('failed', 0)} failed), {c.get('running', 0)} running, "
+              f"{c.get('pending', 0)} pending")
         t = Table(title=f"{d}: {c.get('done', 0)} done ({c.get('failed', 0)} failed), {c.get('running', 0)} running, "
                         f"{c.get('pending', 0)} pending")
         for col in ("job", "state", "attempt", "correct", "vs reference", "error"):

@@ -13,6 +13,7 @@ few cores, give llvm jobs `resources: {llvm: {CPU: 0.5}}` and fewer `--workers` 
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from pathlib import Path
@@ -53,6 +54,8 @@ def init_ray(address: str | None, workers: int) -> None:
     os.environ.setdefault("RAY_DISABLE_IMPORT_WARNING", "1")
     if ray.is_initialized():
         return
+    # Ray turns token auth on for a new local cluster and says so on stderr each time: keep it on, quietly
+    logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     if address:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
         return
@@ -86,7 +89,7 @@ def _check_feasible(jobs: list[C.Job], cfg: C.ExpConfig) -> None:
                                 "join a cluster that has it with --address")
 
 
-def prepare_baselines(cfg: C.ExpConfig, jobs: list[C.Job]) -> dict[str, str]:
+def prepare_baselines(cfg: C.ExpConfig, jobs: list[C.Job], *, tune: bool = True) -> dict[str, str]:
     """Tune the MetaSchedule baseline of every task the grid measures (cached, shared by its jobs),
     before any job starts. Returns {task: error} for tasks that could not be prepared (their jobs
     will fail with that error)."""
@@ -112,7 +115,7 @@ def prepare_baselines(cfg: C.ExpConfig, jobs: list[C.Job]) -> dict[str, str]:
         raise UserError(f"no cached MetaSchedule database ({cfg.baseline.tuned_trials} trials) for {len(need)} "
                         f"task(s), e.g. {first.id}; run `leka bench baseline --trials {cfg.baseline.tuned_trials}` "
                         "or set baseline.prepare: tune")
-    for i, ((backend, _), t) in enumerate(need.items(), 1):
+    for i, ((backend, _), t) in enumerate(need.items() if tune else (), 1):
         with console.status(f"baseline {i}/{len(need)}: tuning {t.id} on {backend} "
                             f"({cfg.baseline.tuned_trials} trials, cached) ..."):
             t0 = time.time()
@@ -163,9 +166,11 @@ def run_grid(exp_dir: Path, cfg: C.ExpConfig, jobs: list[C.Job], *, address: str
         pending = store.by_state("pending")
         if not pending:
             return store.counts()
+        todo = [C.Job.model_validate(s) for _, _, s in pending]
+        prepare_baselines(cfg, todo, tune=False)  # refuses (baseline.prepare: refuse) before Ray starts
         init_ray(address, workers)
-        _check_feasible([C.Job.model_validate(s) for _, _, s in pending], cfg)
-        problems = prepare_baselines(cfg, [C.Job.model_validate(s) for _, _, s in pending])
+        _check_feasible(todo, cfg)
+        problems = prepare_baselines(cfg, todo)
         if problems:
             console.print(f"[yellow]{len(problems)} task(s) cannot be measured; their jobs become failed rows[/]")
         _drive(store, exp_dir, cfg, pending, workers, live)
