@@ -226,3 +226,18 @@ def test_store_accepts_only_the_current_attempt(tmp_path):
         assert st.counts()["done"] == 1 and st.results()[0]["error"] == "x"
     finally:
         st.close()
+
+
+def test_run_labels_name_the_baseline(tmp_path):
+    """With baseline.kind=torch the summary, report.md and live summary say PyTorch eager, and the
+    old `best_speedup_vs_untuned` key is absent (it stays only where the baseline is untuned TVM)."""
+    r = _leka("run", "--task", "l1_gelu_tanh", "--max-evals", "1", "--budget", "5m", "--out", str(tmp_path),
+              "--set", "baseline.kind=torch", "--set", "evaluator.seeds=[0]", "--set", "evaluator.max_pairs=3",
+              timeout=600, env={**os.environ, "COLUMNS": "250"})
+    assert r.returncode in (0, 1), r.stderr[-1500:]
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    s = json.loads((run_dir / "summary.json").read_text())
+    assert s["baseline"] == "PyTorch eager" and "best_speedup_vs_untuned" not in s and s["best_speedup"]
+    md = (run_dir / "report.md").read_text()
+    assert "speedup vs PyTorch eager" in md and "untuned" not in md
+    assert "best speedup vs PyTorch eager" in r.stdout

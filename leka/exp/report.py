@@ -55,6 +55,15 @@ def _fmt(x: float | None, pct: bool = False) -> str:
     return f"{100 * x:.0f}%" if pct else f"{x:.2f}x"
 
 
+def _raw(r: dict[str, Any], key: str) -> str:
+    """A job's speedup as measured; '?' marks one whose timing was too noisy to count (not in any metric)."""
+    v = r.get(key)
+    if not v or not r.get("correct"):
+        return "-"
+    valid = r.get("timing_valid_ref" if key == "speedup_ref" else "timing_valid_torch")
+    return f"{v:.2f}x" + ("" if valid else "?")
+
+
 def _rel(exp_dir: Path, r: dict[str, Any]) -> str:
     return r.get("run_dir") or r.get("attempt_dir") or ""
 
@@ -159,7 +168,7 @@ def job_rows(d: Data, link) -> list[str]:
     for r in sorted(d.rows, key=lambda r: r["job_id"]):
         href = _rel(d.exp_dir, r)
         nb = r.get("nodes_by_level") or {}
-        cells = [str(bool(r.get("correct"))), _fmt(_sp(r)), _fmt(_sp(r, "speedup_torch")), str(r.get("evaluations", 0)),
+        cells = [str(bool(r.get("correct"))), _raw(r, "speedup_ref"), _raw(r, "speedup_torch"), str(r.get("evaluations", 0)),
                  "/".join(str(nb.get(k, 0)) for k in ("L0", "L1", "L2")), str(r.get("llm_calls", 0)),
                  f"{r.get('input_tokens', 0)}/{r.get('output_tokens', 0)}", f"{r.get('budget_used_s') or 0:.0f}s",
                  f"{r.get('wall_s') or 0:.0f}s"]
@@ -176,7 +185,8 @@ def markdown(d: Data) -> str:
     lines = [f"# Experiment {d.cfg['name']}", "",
              f"{len(d.rows)} of {d.total} jobs done. Speedups are measured by one evaluator for every arm: the "
              f"arm's final candidate against {d.ref} and against PyTorch eager. "
-             "Rates divide by all jobs of a cell; the geomean counts a failed job as 1.00x. Figures: report.html.", ""]
+             "Rates divide by all jobs of a cell; the geomean counts a failed job as 1.00x. In the job table, "
+             "`?` marks a speedup whose paired timings were too noisy to trust (counted nowhere). Figures: report.html.", ""]
     lines += table1(d, link) + ratio_table(d) + job_rows(d, link)
     return "\n".join(lines)
 

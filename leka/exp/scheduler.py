@@ -7,6 +7,9 @@ installed and EXP_DIR on a shared file system). A job declares its backend's res
 llvm, 1 GPU for cuda, the custom resource `device:<key>` for an OpenCL board (a node with a board
 starts with `ray start --resources '{"device:opencl-board": 1}'`).
 
+Ray sets OMP_NUM_THREADS to a job's CPU count, so TVM and PyTorch measure with that many threads:
+give llvm jobs every core of a measuring slot (`resources: {llvm: {CPU: 2}}` on this 2-core machine).
+
 Known limitation: a job holds its resources for its whole run, LLM waits included; for policy=llm on
 few cores, give llvm jobs `resources: {llvm: {CPU: 0.5}}` and fewer `--workers` than cores.
 """
@@ -14,6 +17,7 @@ few cores, give llvm jobs `resources: {llvm: {CPU: 0.5}}` and fewer `--workers` 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -45,7 +49,7 @@ def _options(res: dict[str, float]) -> dict[str, Any]:
     return {"num_cpus": r.pop("CPU", 0.0), "num_gpus": r.pop("GPU", 0.0), "resources": r, "max_retries": 0}
 
 
-def init_ray(address: str | None, workers: int) -> None:
+def init_ray(address: str | None, workers: int, cpus_per_job: float = 1.0) -> None:
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home
@@ -59,7 +63,7 @@ def init_ray(address: str | None, workers: int) -> None:
     if address:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
         return
-    ray.init(num_cpus=workers, num_gpus=0, include_dashboard=False, log_to_driver=False,
+    ray.init(num_cpus=max(1, math.ceil(workers * cpus_per_job)), num_gpus=0, include_dashboard=False, log_to_driver=False,
              object_store_memory=80 * 2**20, _node_ip_address="127.0.0.1",
              _system_config={"metrics_report_interval_ms": 0}, configure_logging=False)
 
@@ -168,7 +172,7 @@ def run_grid(exp_dir: Path, cfg: C.ExpConfig, jobs: list[C.Job], *, address: str
             return store.counts()
         todo = [C.Job.model_validate(s) for _, _, s in pending]
         prepare_baselines(cfg, todo, tune=False)  # refuses (baseline.prepare: refuse) before Ray starts
-        init_ray(address, workers)
+        init_ray(address, workers, max(resources_for(j.backend, cfg).get("CPU", 0.0) for j in todo))
         _check_feasible(todo, cfg)
         problems = prepare_baselines(cfg, todo)
         if problems:
