@@ -199,7 +199,7 @@ def _md_to_html(lines: list[str]) -> str:
     for ln in lines:
         if ln.startswith("|"):
             cells = [c.strip() for c in ln.strip().strip("|").split(" | ")]
-            if all(set(c) <= {"-"} for c in cells):
+            if set(ln.strip()) <= set("|-: "):  # the header separator
                 continue
             if not in_table:
                 out.append("<table><tr>" + "".join(f"<th>{c}</th>" for c in cells) + "</tr>")
@@ -222,7 +222,7 @@ def _md_to_html(lines: list[str]) -> str:
 CSS = ("body{font-family:sans-serif;max-width:1200px;margin:1em auto;font-size:14px}"
        "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
        "th{background:#f4f4f4}td:first-child,td:nth-child(2){text-align:left}figure{display:inline-block;margin:4px}"
-       "a{color:#0645ad;text-decoration:none}")
+       "a{color:#0645ad;text-decoration:none}td:last-child{text-align:left;max-width:420px;font-size:12px}")
 
 
 def html_report(d: Data) -> str:
