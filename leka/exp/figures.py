@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from typing import Any
 
 
@@ -25,6 +26,7 @@ def _svg(fig) -> str:
     fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)  # RDF boilerplate, nothing to show
     return text[text.index("<svg"):]
 
 
