@@ -245,3 +245,41 @@ def test_run_labels_name_the_baseline(tmp_path):
     md = (run_dir / "report.md").read_text()
     assert "speedup vs PyTorch eager" in md and "untuned" not in md
     assert "best speedup vs PyTorch eager" in r.stdout
+
+
+def test_flat_agent_interleaves_levels_and_tells_each_agent_its_level():
+    from leka.exp.flat import FlatAgent, FlatRouter
+    from leka.protocols import AgentContext
+    from leka.types import Edit
+
+    class LevelAgent:  # an Agent (protocol) that proposes n edits of its level and records what it saw
+        def __init__(self, level: str, n: int):
+            self.level, self.n, self.seen = level, n, []
+
+        def propose(self, candidate, context):
+            self.seen.append(context.level)
+            return [Edit(level=self.level, kind="pass", payload={"name": f"{self.level}-{i}"}) for i in range(self.n)]
+
+    agents = {"L0": LevelAgent("L0", 2), "L1": LevelAgent("L1", 1), "L2": LevelAgent("L2", 3)}
+    flat = FlatAgent(agents, ["L0", "L1", "L2"])
+    ctx = AgentContext(task_id="t", backend="llvm", level="L0")
+    got = [(e.level, e.payload["name"]) for e in flat.propose(None, ctx)]
+    assert got == [("L0", "L0-0"), ("L1", "L1-0"), ("L2", "L2-0"), ("L0", "L0-1"), ("L2", "L2-1"), ("L2", "L2-2")]
+    assert [a.seen for a in agents.values()] == [["L0"], ["L1"], ["L2"]]
+    assert FlatAgent(agents, ["L1"]).propose(None, ctx)[0].level == "L1"  # switched-off levels are not asked
+    assert FlatRouter(["L1", "L2"]).route(None, None, ctx).level == "L1"
+
+
+def test_cell_metrics_count_slowdowns_and_failures():
+    from leka.exp.report import bootstrap_ratio, cell_metrics
+
+    rows = [{"correct": True, "compiled": True, "speedup_ref": 2.0, "timing_valid_ref": True},
+            {"correct": True, "compiled": True, "speedup_ref": 0.5, "timing_valid_ref": True},  # a slowdown
+            {"correct": True, "compiled": True, "speedup_ref": 3.0, "timing_valid_ref": False},  # untrusted timing
+            {"correct": False, "compiled": False}]  # failed
+    m = cell_metrics(rows)
+    assert (m["compile"], m["correct"], m["fast1"]) == (0.75, 0.75, 0.25)
+    assert m["geo_ref"] == pytest.approx((2.0 * 0.5 * 1.0 * 1.0) ** 0.25)
+    assert [m["fast_curve"][i] for i in (0, 15, 20, 40)] == [0.5, 0.25, 0.0, 0.0]  # p = 0, 1.5, 2 (strictly faster), 4
+    g, lo, hi = bootstrap_ratio([(2.0, 1.0), (4.0, 1.0), (1.0, 1.0)])
+    assert g == pytest.approx(2.0) and lo <= g <= hi and bootstrap_ratio([(2.0, 1.0)] * 3) == (2.0, 2.0, 2.0)
