@@ -139,17 +139,16 @@ class Progress:
 
     def table(self, inflight: dict[Any, tuple[str, int, dict, float]]) -> Table:
         c = self.store.counts()
-        durs = self.store.durations()
-        left = c.get("pending", 0) + len(inflight)
-        if durs:
-            eta = sum(durs) / len(durs) * left / max(1, self.workers)
-        else:
-            eta = sum(s["budget_s"] for _, _, s, _ in inflight.values()) / max(1, self.workers) if inflight else 0.0
+        # each job's budget scaled by what finished jobs took per second of budget (1 until one finishes)
+        ratio = self.store.time_per_budget() or 1.0
+        now = time.time()
+        work = ratio * sum(s["budget_s"] for _, _, s in self.store.by_state("pending"))
+        work += sum(max(0.0, ratio * s["budget_s"] - (now - t0)) for _, _, s, t0 in inflight.values())
+        eta = work / max(1, self.workers)
         t = Table(title=f"grid: {c.get('done', 0)}/{self.total} done ({c.get('failed', 0)} failed), "
                         f"{len(inflight)} running, {c.get('pending', 0)} pending, ETA {eta / 60:.1f} min")
         for col in ("running job", "attempt", "elapsed", "budget"):
             t.add_column(col)
-        now = time.time()
         for jid, attempt, spec, t_start in inflight.values():
             t.add_row(jid, str(attempt), f"{now - t_start:.0f}s", f"{spec['budget_s']:.0f}s")
         return t

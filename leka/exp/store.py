@@ -98,9 +98,11 @@ class Store:
         rows = self.conn.execute("SELECT result FROM jobs WHERE state='done' ORDER BY job_id")
         return [json.loads(r) for (r,) in rows]
 
-    def durations(self) -> list[float]:
-        return [e - s for s, e in self.conn.execute(
-            "SELECT started, ended FROM jobs WHERE state='done' AND started IS NOT NULL AND ended IS NOT NULL")]
+    def time_per_budget(self) -> float | None:
+        """Mean over finished jobs of wall time / budget (judging and overheads included): the ETA's scale."""
+        xs = [(e - s) / max(1.0, json.loads(spec)["budget_s"]) for s, e, spec in self.conn.execute(
+            "SELECT started, ended, spec FROM jobs WHERE state='done' AND started IS NOT NULL AND ended IS NOT NULL")]
+        return sum(xs) / len(xs) if xs else None
 
     def events(self, job_id: str | None = None) -> list[tuple[float, str, int | None, str]]:
         q = "SELECT t, job_id, attempt, what FROM events" + (" WHERE job_id=?" if job_id else "") + " ORDER BY rowid"
