@@ -77,7 +77,8 @@ def result_table(res) -> Table:
 def eval_cmd(
     task: str = typer.Argument(..., help="a task id, or the path of any KernelBench-format file"),
     candidate: Path = typer.Option(None, "--candidate", help="a candidate folder (relax.py, l1/, l2/: "
-                                   "leka/ir/files.py), a candidate JSON, or lifted-params TVMScript (L0)"),
+                                   "leka/ir/files.py), a run folder (its best node), RUN_DIR/nodes/N, a "
+                                   "candidate JSON, or lifted-params TVMScript (L0)"),
     backend: str = typer.Option("llvm", "--backend"),
     baseline: str = typer.Option("untuned", "--baseline", help="untuned | tuned | torch | ort"),
     trials: int = typer.Option(64, "--trials", help="MetaSchedule trials for --baseline tuned"),
@@ -98,7 +99,7 @@ def eval_cmd(
     if baseline not in baselines.BASELINES:
         raise UserError(f"unknown baseline {baseline!r}; use one of {', '.join(baselines.BASELINES)}")
     if candidate is not None and not candidate.exists():
-        raise UserError(f"candidate file {candidate} not found")
+        raise UserError(f"candidate {candidate} not found")
     cfg = load_config(config_files, config)
     _check_backend(backend, cfg.device.url)
     if timeout:

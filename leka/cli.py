@@ -25,6 +25,8 @@ def _mount() -> None:
     app.add_typer(bench_app, name="bench", help="EdgeKernelBench: list tasks, evaluate, tune baselines.")
     from candidate_tree.cli import app as tree_app
     app.add_typer(tree_app, name="tree", help="Candidate tree: show nodes, best-k, lineage; export HTML/JSON.")
+    from leka.exp.cli import app as exp_app
+    app.add_typer(exp_app, name="exp", help="Experiments: a grid of (task, arm, seed) runs on Ray, resumable; report.")
 
 
 @app.command("run")

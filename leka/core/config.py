@@ -61,6 +61,7 @@ class RunConfig(_Section):
     variants_per_call: int = 3
     defer_followups: int = 2  # deferred acceptance: lower-level follow-ups before pruning
     explore: float = 0.3  # weight of the exploration term in node selection
+    search: Literal["tree", "greedy"] = "tree"  # greedy: expand only the current best (an ablation)
 
 
 class LLMConfig(_Section):

@@ -146,10 +146,28 @@ def read_candidate(task: Task, folder: str | Path, backend: str = "llvm", *, wor
     return c
 
 
+def _run_candidate_json(d: Path) -> Path | None:
+    """The candidate.json a run folder stands for: its own, or its best node's (summary.json)."""
+    import json
+
+    from leka.core.types import UserError
+
+    if (d / "candidate.json").is_file():
+        return d / "candidate.json"
+    if not (d / "summary.json").is_file():
+        return None
+    best = json.loads((d / "summary.json").read_text()).get("best_node")
+    if best is None:
+        raise UserError(f"{d}: the run has no best node (nothing correct)")
+    return d / "nodes" / str(best) / "candidate.json"
+
+
 def load_candidate(task: Task, path: str | Path, backend: str = "llvm", *, workdir: str | Path) -> Candidate:
     """`--candidate` of `leka bench eval`: a candidate folder, a Candidate JSON file (candidate.json of
     a run), or a lifted-params TVMScript file (L0 only)."""
     p = Path(path)
+    if p.is_dir() and (run_cand := _run_candidate_json(p)) is not None:
+        p = run_cand  # a run folder (its best node), RUN_DIR/nodes/N, or a folder with a candidate.json
     if p.is_dir():
         return read_candidate(task, p, backend, workdir=workdir)
     if p.suffix == ".json":

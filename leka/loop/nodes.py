@@ -112,14 +112,15 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
         meta: dict[str, Any] = {"llm_usage": usage} if usage else {}
         if not out.ok:
             res = EvalResult(task=ctx.task.id, backend=ctx.cfg.backend, error_kind="compile", error=out.error)
-            child = ctx.tree.add_node(nid, level, edit, f"illegal:{d}", result=res, route_reason=reason, meta=meta)
-            ctx.on_event("illegal", {"node": child, "level": level, "error": out.error})
+            child = ctx.tree.add_node(nid, edit.level, edit, f"illegal:{d}", result=res, route_reason=reason, meta=meta)
+            ctx.on_event("illegal", {"node": child, "level": edit.level, "error": out.error})
             continue
         new = out.candidate
         if ctx.tree.by_hash(new.digest) is not None:
             continue  # the same candidate exists (reached another way): nothing new to learn
         meta.update({"carried": out.carried, "invalidated": out.invalidated})
-        proposed.append(ctx.tree.add_node(nid, level, edit, new.digest, route_reason=reason,
+        # the edit's own level: a `flat` agent (experiment arm) proposes any level from one slot
+        proposed.append(ctx.tree.add_node(nid, edit.level, edit, new.digest, route_reason=reason,
                                           artifacts=artifacts(new), meta=meta))
     upd: RunState = {"proposed": proposed}
     if not proposed:
@@ -165,7 +166,9 @@ def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     stop = ctx.over_budget(used, state.get("evals", 0))
     if stop:
         return {"budget_used_s": used, "done": True, "stop_reason": stop}
-    nxt = choose_next(ctx.tree, state, ctx.layers, ctx.cfg.run.explore)
+    # greedy search (an ablation): no exploration bonus, so only the current best node is expanded
+    explore = 0.0 if ctx.cfg.run.search == "greedy" else ctx.cfg.run.explore
+    nxt = choose_next(ctx.tree, state, ctx.layers, explore)
     if nxt is None:
         return {"budget_used_s": used, "done": True, "stop_reason": "nothing left to expand"}
     return {"current": nxt, "iteration": state.get("iteration", 0) + 1, "budget_used_s": used,

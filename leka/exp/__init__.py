@@ -1,0 +1,1 @@
+"""The experiment runner: config, arms, Ray scheduler, results store, report (README.md)."""

@@ -1,0 +1,118 @@
+"""`leka exp ...`: run a grid of (task, arm, seed) jobs on Ray, resume it, show its state, report it."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from leka.core.types import UserError
+from leka.exp import config as C
+
+app = typer.Typer(no_args_is_help=True, add_completion=False)
+console = Console()
+RESOLVED = "experiment.yaml"  # the resolved config, written into EXP_DIR
+
+
+def _exp_dir(d: str) -> Path:
+    p = Path(d)
+    if not (p / RESOLVED).is_file():
+        raise UserError(f"{d}: not an experiment folder (no {RESOLVED})")
+    return p
+
+
+def start(config: str, out: str | None = None) -> tuple[Path, C.ExpConfig, list[C.Job]]:
+    cfg = C.load(config)
+    jobs = C.expand(cfg)
+    exp_dir = Path(out) if out else Path("experiments/out") / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if (exp_dir / RESOLVED).exists():
+        raise UserError(f"{exp_dir} already holds an experiment; continue it with --resume {exp_dir}")
+    exp_dir.mkdir(parents=True, exist_ok=True)
+    C.dump(cfg, exp_dir / RESOLVED)
+    (exp_dir / "jobs.json").write_text(json.dumps([j.model_dump() for j in jobs], indent=1))
+    return exp_dir, cfg, jobs
+
+
+def load_dir(exp_dir: Path) -> tuple[C.ExpConfig, list[C.Job]]:
+    cfg = C.parse(yaml.safe_load((exp_dir / RESOLVED).read_text()), str(exp_dir / RESOLVED))
+    jobs = [C.Job.model_validate(j) for j in json.loads((exp_dir / "jobs.json").read_text())]
+    return cfg, jobs
+
+
+@app.command("run")
+def run_cmd(
+    config: str = typer.Argument(None, help="experiment YAML (experiments/configs/*.yaml)"),
+    resume: str = typer.Option(None, "--resume", help="continue a killed grid: EXP_DIR"),
+    out: str = typer.Option(None, "--out", help="EXP_DIR (default experiments/out/NAME-STAMP)"),
+    address: str = typer.Option(None, "--address", help="join a Ray cluster at HOST:PORT (default: local Ray)"),
+    workers: int = typer.Option(None, "--workers", help="jobs at once (default: CPU cores)"),
+    report: bool = typer.Option(True, "--report/--no-report", help="write report.md/html at the end"),
+) -> None:
+    """Run every (task, arm, seed) job; each ends as one row of EXP_DIR/results.sqlite."""
+    from leka.exp.scheduler import run_grid
+
+    if (config is None) == (resume is None):
+        raise UserError("give CONFIG.yaml or --resume EXP_DIR")
+    if workers is not None and workers < 1:
+        raise UserError("--workers must be >= 1")
+    if resume:
+        exp_dir = _exp_dir(resume)
+        cfg, jobs = load_dir(exp_dir)
+    else:
+        exp_dir, cfg, jobs = start(config, out)
+    n = workers or len(os.sched_getaffinity(0))
+    console.print(f"[bold]experiment[/] {cfg.name}: {len(jobs)} jobs, {n} at once -> {exp_dir}")
+    counts = run_grid(exp_dir, cfg, jobs, address=address, workers=n)
+    console.print(f"grid: {counts.get('done', 0)}/{len(jobs)} done, {counts.get('failed', 0)} failed")
+    if report:
+        from leka.exp.report import write_report
+
+        paths = write_report(exp_dir)
+        console.print(f"report: {', '.join(str(p) for p in paths)}")
+
+
+@app.command("status")
+def status_cmd(exp_dir: str = typer.Argument(..., help="EXP_DIR")) -> None:
+    """Counts by state, the running jobs and the failed ones."""
+    from leka.exp.store import Store
+
+    d = _exp_dir(exp_dir)
+    st = Store(d)
+    try:
+        c = st.counts()
+        print(f"{c.get('done', 0)} done ({c.get('failed', 0)} failed), {c.get('running', 0)} running, "
+              f"{c.get('pending', 0)} pending")
+        t = Table(title=f"{d}: {c.get('done', 0)} done ({c.get('failed', 0)} failed), {c.get('running', 0)} running, "
+                        f"{c.get('pending', 0)} pending")
+        for col in ("job", "state", "attempt", "correct", "vs reference", "error"):
+            t.add_column(col)
+        for jid, state, attempt, correct, sp, err in st.conn.execute(
+                "SELECT job_id, state, attempt, correct, speedup_ref, error FROM jobs ORDER BY job_id"):
+            t.add_row(jid, state, str(attempt), "" if correct is None else str(bool(correct)),
+                      f"{sp:.2f}x" if sp else "-", (err or "")[:70])
+        console.print(t)
+    finally:
+        st.close()
+
+
+@app.command("report")
+def report_cmd(exp_dir: str = typer.Argument(..., help="EXP_DIR")) -> None:
+    """Write EXP_DIR/report.md and the self-contained EXP_DIR/report.html from results.sqlite."""
+    from leka.exp.report import write_report
+
+    paths = write_report(_exp_dir(exp_dir))
+    console.print(f"report: {', '.join(str(p) for p in paths)}")
+
+
+@app.command("arms")
+def arms_cmd() -> None:
+    """The arm presets (name, recipe, overrides, what it tests)."""
+    from leka.exp.arms import describe
+
+    print(describe())

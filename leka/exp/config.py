@@ -1,0 +1,241 @@
+"""An experiment's configuration (YAML -> pydantic) and the grid of jobs it expands to.
+
+A job is one (task, arm, seed) on one backend: one ordinary run folder, one row of results.sqlite.
+Task files are not imported here (a broken file in the list must become a failed row, not a
+config error); the level of a suite task is read from its id (`l1_...`) or its META text.
+"""
+
+from __future__ import annotations
+
+import glob as globmod
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from leka.core.types import UserError
+
+PAPER_BUDGET_MIN = {1: 90.0, 2: 155.0, 3: 155.0}  # the paper's per-task wall clock by level
+
+
+class _S(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TasksSpec(_S):
+    """Union of: a named subset (all of it, or the part of each configured backend), ids, globs of
+    task files, folders of KernelBench-format files. `levels` then filters, `limit_per_level` keeps the
+    first N of each level (stratified quick grids)."""
+
+    subset: str | None = None
+    ids: list[str] = Field(default_factory=list)
+    globs: list[str] = Field(default_factory=list)
+    folders: list[str] = Field(default_factory=list)
+    levels: list[int] | None = None
+    limit_per_level: int | None = None
+
+
+class ArmSpec(_S):
+    """One arm: a recipe name from the arm table (leka.exp.arms.ARMS) plus its settings."""
+
+    name: str  # label in the tables; unique in the experiment
+    recipe: str | None = None  # key of leka.exp.arms.ARMS; omitted: the preset of that name (arms.PRESETS)
+    set: list[str] = Field(default_factory=list)  # key=value overrides of the LEKA run config
+    notes: str = ""
+
+
+class BaselineSpec(_S):
+    """The tables' reference: MetaSchedule-tuned TVM at a fixed trial count (prepared before the grid,
+    cached, shared by every job), with PyTorch eager beside it."""
+
+    tuned_trials: int = 64  # 0: untuned TVM is the reference (smoke grids and tests; no tuning)
+    torch: bool = True
+    prepare: Literal["tune", "refuse"] = "tune"  # no cached database: tune it first, or refuse to start
+    run_kind: Literal["untuned", "tuned", "torch", "ort"] = "untuned"  # what runs time against while searching
+    cache_dir: str = ".leka-cache"
+
+
+class BudgetSpec(_S):
+    minutes: dict[int, float] = Field(default_factory=lambda: dict(PAPER_BUDGET_MIN))
+    scale: float = 1.0
+    max_evals: int | None = None  # for smoke grids and tests
+
+    def seconds(self, level: int | None) -> float:
+        m = self.minutes.get(level or 1, self.minutes.get(1, 90.0))
+        return max(1.0, m * 60.0 * self.scale)
+
+
+class MetaScheduleArmSpec(_S):
+    round_trials: int = 16  # trials per tuning round of the time-matched arm (one anytime point per round)
+
+
+class ExpConfig(_S):
+    name: str = "experiment"
+    tasks: TasksSpec = Field(default_factory=TasksSpec)
+    backends: list[Literal["llvm", "cuda", "opencl"]] = Field(default_factory=lambda: ["llvm"])
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    arms: list[ArmSpec]
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    model: str = ""  # LLM spec for policy=llm arms, oneshot and claude_code
+    baseline: BaselineSpec = Field(default_factory=BaselineSpec)
+    metaschedule: MetaScheduleArmSpec = Field(default_factory=MetaScheduleArmSpec)
+    run_set: list[str] = Field(default_factory=list)  # key=value overrides for every LEKA run (evaluator.*)
+    resources: dict[str, dict[str, float]] = Field(default_factory=dict)  # backend -> Ray resources per job
+    opencl_device_key: str = "opencl-board"  # custom Ray resource a board job holds
+
+    @field_validator("arms")
+    @classmethod
+    def _arms(cls, v: list[ArmSpec]) -> list[ArmSpec]:
+        from leka.exp.arms import ARMS, PRESETS
+
+        v = [a if a.recipe else _preset(a, PRESETS) for a in v]
+        if not v:
+            raise ValueError("at least one arm")
+        names = [a.name for a in v]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"duplicate arm name(s) {dup}")
+        for a in v:
+            if a.recipe not in ARMS:
+                raise ValueError(f"arm {a.name!r}: unknown recipe {a.recipe!r}; use one of {', '.join(ARMS)}")
+            for s in a.set:
+                if "=" not in s:
+                    raise ValueError(f"arm {a.name!r}: override {s!r} is not key=value")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> ExpConfig:
+        if not self.seeds:
+            raise ValueError("seeds: at least one")
+        if self.budget.scale <= 0:
+            raise ValueError("budget.scale must be more than zero")
+        return self
+
+
+def _preset(a: ArmSpec, presets: dict) -> ArmSpec:
+    if a.name not in presets:
+        raise ValueError(f"arm {a.name!r}: give a recipe, or use a preset name ({', '.join(presets)})")
+    recipe, sets, doc = presets[a.name]
+    return a.model_copy(update={"recipe": recipe, "set": [*sets, *a.set], "notes": a.notes or doc})
+
+
+class Job(BaseModel):
+    job_id: str
+    task: str  # id or path, as resolved later by benchmark.task.resolve
+    task_label: str
+    level: int | None
+    backend: str
+    arm: str
+    recipe: str
+    seed: int
+    budget_s: float
+
+
+def load(path: str | Path) -> ExpConfig:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"experiment config {path} not found")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        raise UserError(f"experiment config {path}: not valid YAML ({str(e).splitlines()[0]})") from e
+    if not isinstance(data, dict):
+        raise UserError(f"experiment config {path}: expected a mapping at the top level")
+    return parse(data, str(path))
+
+
+def parse(data: dict[str, Any], where: str = "config") -> ExpConfig:
+    try:
+        return ExpConfig.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"]) or "(top)"
+        msg = first["msg"].removeprefix("Value error, ")
+        raise UserError(f"experiment config {where}: {loc}: {msg}") from e
+
+
+_LEVEL_RE = re.compile(r"""["']level["']\s*:\s*(\d)""")
+
+
+def _level_of(ref: str) -> int | None:
+    m = re.match(r"l(\d)_", Path(ref).stem if ref.endswith(".py") else ref)
+    if m:
+        return int(m.group(1))
+    p = Path(ref)
+    if p.is_file():
+        try:
+            m2 = _LEVEL_RE.search(p.read_text(errors="replace"))
+        except OSError:
+            return None
+        return int(m2.group(1)) if m2 else None
+    return None
+
+
+def task_refs(cfg: ExpConfig, backend: str) -> list[str]:
+    """The task references (suite ids or file paths) of one backend, in a stable order."""
+    from benchmark.subsets import load_subset
+
+    refs: list[str] = []
+    spec = cfg.tasks
+    if spec.subset:
+        try:
+            refs += load_subset(spec.subset, backend)
+        except (FileNotFoundError, KeyError) as e:
+            raise UserError(f"tasks.subset: {e}") from e
+    refs += spec.ids
+    for g in spec.globs:
+        hits = sorted(globmod.glob(g))
+        if not hits:
+            raise UserError(f"tasks.globs: {g!r} matches no file")
+        refs += hits
+    for f in spec.folders:
+        d = Path(f)
+        if not d.is_dir():
+            raise UserError(f"tasks.folders: {f} is not a folder")
+        refs += sorted(str(p) for p in d.glob("*.py") if not p.name.startswith("_"))
+    refs = list(dict.fromkeys(refs))
+    if spec.levels is not None:
+        refs = [r for r in refs if _level_of(r) in spec.levels]
+    if spec.limit_per_level is not None:
+        kept, per = [], {}
+        for r in refs:
+            lv = _level_of(r)
+            if per.get(lv, 0) < spec.limit_per_level:
+                kept.append(r)
+                per[lv] = per.get(lv, 0) + 1
+        refs = kept
+    return refs
+
+
+def _label(ref: str) -> str:
+    return Path(ref).stem if ref.endswith(".py") else ref
+
+
+def expand(cfg: ExpConfig) -> list[Job]:
+    """Every (backend, task, arm, seed) job, ids stable across runs of the same config."""
+    jobs: list[Job] = []
+    for backend in cfg.backends:
+        refs = task_refs(cfg, backend)
+        if not refs:
+            raise UserError(f"tasks: no task selected for backend {backend}")
+        for ref in refs:
+            lv = _level_of(ref)
+            for arm in cfg.arms:
+                for seed in cfg.seeds:
+                    jid = f"{backend}/{_label(ref)}/{arm.name}/s{seed}"
+                    jobs.append(Job(job_id=jid, task=ref, task_label=_label(ref), level=lv, backend=backend,
+                                    arm=arm.name, recipe=arm.recipe, seed=seed, budget_s=cfg.budget.seconds(lv)))
+    ids = [j.job_id for j in jobs]
+    if len(set(ids)) != len(ids):
+        raise UserError("tasks: two task files share a name; rename one (job ids are backend/task/arm/seed)")
+    return jobs
+
+
+def arm(cfg: ExpConfig, name: str) -> ArmSpec:
+    return next(a for a in cfg.arms if a.name == name)
+
+
+def dump(cfg: ExpConfig, path: Path) -> None:
+    path.write_text(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False))

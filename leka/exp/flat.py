@@ -1,0 +1,59 @@
+"""The `flat` arm (the no-layering ablation): one agent that may edit any level, and no router.
+
+It reuses the rule agents: each call asks every level's agent for its proposals and interleaves them
+(L0, L1, L2, L0, ...), so one slot of `variants_per_call` edits can mix levels, as a single agent
+seeing the whole candidate would. The "router" only names the slot; it reads no profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from leka.core.protocols import AgentContext
+from leka.core.types import LEVELS, Edit
+
+
+class FlatAgent:
+    level = "flat"
+
+    def __init__(self, agents: dict[str, Any], layers: list[str]):
+        self.agents = agents
+        self.layers = [lv for lv in LEVELS if lv in layers]
+
+    def propose(self, candidate, context: AgentContext) -> list[Edit]:
+        per: list[list[Edit]] = []
+        for lv in self.layers:
+            ctx = dataclasses.replace(context, level=lv, route_reason="flat: no router, any level")
+            per.append(list(self.agents[lv].propose(candidate, ctx) or []))
+        out: list[Edit] = []
+        for i in range(max((len(x) for x in per), default=0)):
+            out += [x[i] for x in per if i < len(x)]
+        return out
+
+
+class FlatRouter:
+    """Names the one slot the flat agent fills; no profile, no decision."""
+
+    def __init__(self, layers: list[str]):
+        self.layers = [lv for lv in LEVELS if lv in layers]
+
+    def route(self, candidate, profile, context: AgentContext) -> tuple[str, str]:
+        return self.layers[0], "flat: one agent edits any level (no router)"
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        return None
+
+
+def flat_agents(cfg, focus, root, task, run_dir):
+    """`leka.run.run(agents_factory=...)`: the same flat agent behind every level slot, so a node the
+    graph marks exhausted for one slot falls through to the same agent with the next slot."""
+    if cfg.run.policy != "rules":
+        raise ValueError("the flat arm is built from the rule agents (policy rules)")
+    from agents.rules import make_rule_agents
+
+    flat = FlatAgent(make_rule_agents(cfg.backend, root_params=root.params), cfg.run.layers)
+    return {lv: flat for lv in LEVELS}, FlatRouter(cfg.run.layers), None

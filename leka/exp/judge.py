@@ -1,0 +1,90 @@
+"""One job, end to end, as a worker runs it: the arm makes its run folder and its final candidate,
+then the same evaluator judges that candidate for every arm: against MetaSchedule-tuned TVM at the
+configured trial count (the tables' reference) and against PyTorch eager. The row is written as
+`job_result.json` into the attempt folder before it is returned, so a driver killed meanwhile finds
+it on resume instead of running the job again."""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from leka.exp.arms import ARMS, ArmContext, ArmOutcome, write_outcome
+from leka.exp.config import ExpConfig, Job
+
+RESULT_FILE = "job_result.json"
+
+
+def attempt_dir(exp_dir: Path, job: Job, attempt: int) -> Path:
+    return exp_dir / "runs" / job.backend / job.task_label / job.arm / f"s{job.seed}" / f"a{attempt}"
+
+
+def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
+    from benchmark.evaluator import Evaluator
+    from benchmark.task import resolve
+    from leka.core.config import load_config
+
+    row: dict[str, Any] = {"compiled": False, "correct": False}
+    if outcome.candidate is None:
+        row["error_kind"] = "no_candidate"
+        row["error"] = "the arm produced no correct candidate"
+        return row
+    task = resolve(job.task)
+    kind = "tuned" if cfg.baseline.tuned_trials else "untuned"  # 0 trials: untuned TVM is the reference
+    lcfg = load_config([], [f"baseline.kind={kind}", f"baseline.trials={cfg.baseline.tuned_trials or 1}",
+                            f"baseline.cache_dir={cfg.baseline.cache_dir}", *cfg.run_set])
+    ev = Evaluator(lcfg.evaluator, job.backend, lcfg.baseline)
+    r = ev.evaluate(task, outcome.candidate)
+    row.update(reference=r.baseline, compiled=r.compiled, correct=r.correct, speedup_ref=r.speedup, timing_valid_ref=r.timing_valid,
+               t_candidate_s=r.t_candidate_s, t_ref_s=r.t_baseline_s, peak_memory_bytes=r.peak_memory_bytes,
+               error_kind=r.error_kind, error=(r.error or None) and r.error[:2000])
+    if cfg.baseline.torch and r.correct:
+        rt = ev.evaluate(task, outcome.candidate, baseline="torch")
+        row.update(speedup_torch=rt.speedup, timing_valid_torch=rt.timing_valid, t_torch_s=rt.t_baseline_s)
+    return row
+
+
+def execute(job: Job, cfg: ExpConfig, exp_dir: Path, attempt: int) -> dict[str, Any]:
+    """Never raises: a failure is a row with its error."""
+    t0 = time.time()
+    adir = attempt_dir(exp_dir, job, attempt)
+    adir.mkdir(parents=True, exist_ok=True)
+    spec = next(a for a in cfg.arms if a.name == job.arm)
+    row: dict[str, Any] = {**job.model_dump(), "attempt": attempt, "attempt_dir": str(adir.relative_to(exp_dir)),
+                           "started": t0}
+    try:
+        outcome = ARMS[job.recipe](job, ArmContext(cfg=cfg, sets=list(spec.set), out=adir))
+        write_outcome(outcome, adir / "arm_outcome.json")
+        row.update(run_dir=str(Path(outcome.run_dir).resolve().relative_to(exp_dir.resolve())),
+                   best_node=outcome.best_node, evaluations=outcome.evaluations,
+                   budget_used_s=outcome.budget_used_s, llm_calls=outcome.llm_calls,
+                   input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
+                   nodes_by_level=outcome.nodes_by_level, anytime=outcome.anytime,
+                   run_baseline=outcome.run_baseline, arm_extra=outcome.extra)
+        row.update(_judge(job, cfg, outcome))
+    except BaseException as e:  # noqa: BLE001 - any failure of one job is that job's row
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+        row.update(compiled=row.get("compiled", False), correct=row.get("correct", False),
+                   error_kind=row.get("error_kind") or "job_failed", error=f"{type(e).__name__}: {msg}",
+                   traceback=traceback.format_exc()[-4000:])
+    row["wall_s"] = round(time.time() - t0, 2)
+    row["ended"] = time.time()
+    tmp = adir / (RESULT_FILE + ".tmp")
+    tmp.write_text(json.dumps(row, indent=1, default=str))
+    tmp.replace(adir / RESULT_FILE)
+    return row
+
+
+def read_result(exp_dir: Path, job: Job, attempt: int) -> dict[str, Any] | None:
+    p = attempt_dir(exp_dir, job, attempt) / RESULT_FILE
+    if not p.is_file():
+        return None
+    try:
+        return json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None

@@ -1,0 +1,88 @@
+"""The time-matched MetaSchedule arm: MetaSchedule tunes the task for the job's wall clock, in rounds
+of `metaschedule.round_trials` trials on one JSON database (each round continues the last); after
+every round the database's best schedules become an ordinary candidate (one L1 `tir_text` entry per
+tuned PrimFunc) and are evaluated against the run baseline, which gives the anytime curve. The arm's
+answer is the last round that ended inside the budget. Evaluation time is not charged to the clock
+(MetaSchedule measures its own trials; our evaluations are only there to judge it).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from leka.exp.arms import ArmContext, ArmOutcome
+from leka.exp.config import Job
+
+
+def tuned_candidate(task, backend: str, root, work_dir: str):
+    """The root candidate plus the tuned PrimFuncs of a MetaSchedule database, as L1 entries."""
+    from leka import ir
+    from leka import tvm_adapter as A
+
+    cand = ir.root_candidate(task, backend, root)
+    target = A.make_target(backend)
+    layers = ir.lower_layers(cand, target, root.params)
+    tuned = A.prim_funcs(A.apply_tuning_db(layers.unscheduled, target, work_dir))
+    l1 = {}
+    for name, key in layers.l1_keys.items():
+        f = tuned.get(name)
+        if f is None or A.structural_hash(f) == key:
+            continue  # no record for this PrimFunc: it stays as the default lowering made it
+        l1[key] = ir.L1Entry(func=name, tir_text=f.script())
+    return cand.model_copy(update={"l1": l1})
+
+
+def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
+    from benchmark.evaluator import Evaluator
+    from benchmark.roots import load_root
+    from benchmark.task import resolve
+    from leka import ir
+    from leka import tvm_adapter as A
+    from leka.core.config import load_config
+    from leka.run import baseline_label, new_run_dir
+
+    cfg = ctx.cfg
+    task = resolve(job.task)
+    lcfg = load_config([], [f"backend={job.backend}", f"baseline.kind={cfg.baseline.run_kind}",
+                            f"baseline.trials={cfg.baseline.tuned_trials}",
+                            f"baseline.cache_dir={cfg.baseline.cache_dir}", *cfg.run_set])
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    run_dir = new_run_dir(ctx.out, f"ms-{task.id}", job.seed)
+    work = run_dir / "ms_db"
+    work.mkdir()
+    root = load_root(task, cfg.baseline.cache_dir)
+    target = A.make_target(job.backend)
+    lowered = A.lower(ir.relax_module(ir.root_candidate(task, job.backend, root), root.params), target)
+    ev = Evaluator(lcfg.evaluator, job.backend, lcfg.baseline)
+    rounds, best, best_cand, clock, trials = [], 0.0, None, 0.0, 0
+    max_rounds = cfg.budget.max_evals or 10_000
+    while clock < job.budget_s and len(rounds) < max_rounds:
+        t0 = time.monotonic()
+        A.tune_relax(lowered, target, str(work), cfg.metaschedule.round_trials, seed=job.seed + len(rounds))
+        clock += time.monotonic() - t0
+        trials += cfg.metaschedule.round_trials
+        if clock > job.budget_s and rounds:
+            break  # this round ended after the budget: MetaSchedule's answer is the previous one
+        cand = tuned_candidate(task, job.backend, root, str(work))
+        res = ev.evaluate(task, cand)
+        rounds.append({"clock_s": round(clock, 2), "trials": trials, "speedup": res.speedup,
+                       "correct": res.correct, "timing_valid": res.timing_valid, "error": res.error_kind})
+        if res.measured and (res.speedup or 0.0) > best:
+            best, best_cand = float(res.speedup), cand
+        elif best_cand is None and res.correct:
+            best_cand = cand
+    (run_dir / "ms_rounds.json").write_text(json.dumps(rounds, indent=1))
+    if best_cand is not None:
+        (run_dir / "candidate.json").write_text(best_cand.model_dump_json(indent=1))
+    anytime, top = [], 0.0
+    for r in rounds:
+        if r["correct"] and r["timing_valid"] and (r["speedup"] or 0.0) > top:
+            top = r["speedup"]
+            anytime.append((r["clock_s"], top))
+    return ArmOutcome(run_dir=run_dir, candidate=best_cand, evaluations=len(rounds),
+                      budget_used_s=round(clock, 2), anytime=anytime,
+                      run_baseline=baseline_label(lcfg.baseline.kind, lcfg.baseline.trials),
+                      extra={"ms_trials": trials, "ms_rounds": len(rounds),
+                             # a first round longer than the budget is kept (else there is no answer), and said
+                             "first_round_over_budget": bool(rounds and rounds[0]["clock_s"] > job.budget_s)})

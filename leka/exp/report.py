@@ -1,0 +1,273 @@
+"""EXP_DIR/report.md and a self-contained EXP_DIR/report.html (figures as inline SVG), computed only
+from results.sqlite rows (and the anytime points stored in them): regenerating gives the same numbers.
+
+Conventions (EdgeKernelBench, benchmark/metrics.py): rates divide by every job of the cell, so a
+job whose arm produced nothing correct counts against it. The geomean speedup counts every job: a
+correct, validly timed one with its speedup (slowdowns below 1 included), any other as
+FAIL_SPEEDUP = 1 (the user keeps the baseline). Bootstrap intervals resample tasks, fixed seed.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from leka.exp.store import Store
+
+FAST_PS = [round(0.1 * i, 1) for i in range(41)]  # Fast@p curve, p in [0, 4]
+FAIL_SPEEDUP = 1.0  # what a failed job contributes to the geomean: the user keeps the baseline
+BOOT = 1000
+BOOT_SEED = 0
+
+
+def _sp(r: dict[str, Any], key: str = "speedup_ref") -> float | None:
+    ok = r.get("correct") and r.get(key) and r.get("timing_valid_ref" if key == "speedup_ref" else "timing_valid_torch")
+    return float(r[key]) if ok else None
+
+
+def _geo(xs: Sequence[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def cell_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    if not n:
+        return {"n": 0}
+    sp = [_sp(r) for r in rows]
+    spt = [_sp(r, "speedup_torch") for r in rows]
+    return {"n": n, "compile": sum(bool(r.get("compiled")) for r in rows) / n,
+            "correct": sum(bool(r.get("correct")) for r in rows) / n,
+            "fast1": sum(1 for s in sp if s and s > 1.0) / n,
+            "geo_ref": _geo([s or FAIL_SPEEDUP for s in sp]),
+            "geo_torch": _geo([s or FAIL_SPEEDUP for s in spt]),
+            "fast_curve": [sum(1 for s in sp if s and s > p) / n for p in FAST_PS]}
+
+
+def _fmt(x: float | None, pct: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{100 * x:.0f}%" if pct else f"{x:.2f}x"
+
+
+def _raw(r: dict[str, Any], key: str) -> str:
+    """A job's speedup as measured; '?' marks one whose timing was too noisy to count (not in any metric)."""
+    v = r.get(key)
+    if not v or not r.get("correct"):
+        return "-"
+    valid = r.get("timing_valid_ref" if key == "speedup_ref" else "timing_valid_torch")
+    return f"{v:.2f}x" + ("" if valid else "?")
+
+
+def _rel(exp_dir: Path, r: dict[str, Any]) -> str:
+    return r.get("run_dir") or r.get("attempt_dir") or ""
+
+
+def bootstrap_ratio(pairs: list[tuple[float, float]], seed: int = BOOT_SEED) -> tuple[float, float, float] | None:
+    """Geomean of a/b over tasks, with a 95% percentile bootstrap interval (tasks resampled)."""
+    if not pairs:
+        return None
+    logs = [math.log(a / b) for a, b in pairs]
+    rng = random.Random(seed)
+    boots = sorted(math.exp(sum(rng.choice(logs) for _ in logs) / len(logs)) for _ in range(BOOT))
+    return math.exp(sum(logs) / len(logs)), boots[int(0.025 * BOOT)], boots[int(0.975 * BOOT) - 1]
+
+
+def reference_label(trials: int) -> str:
+    return f"MetaSchedule-tuned TVM ({trials} trials)" if trials else "untuned TVM"
+
+
+class Data:
+    def __init__(self, exp_dir: Path):
+        import yaml
+
+        self.exp_dir = exp_dir
+        st = Store(exp_dir)
+        try:
+            self.rows = st.results()
+            self.total = st.conn.execute("SELECT count(*) FROM jobs").fetchone()[0]
+        finally:
+            st.close()
+        self.cfg = yaml.safe_load((exp_dir / "experiment.yaml").read_text())
+        self.arms = [a["name"] for a in self.cfg["arms"]]
+        self.trials = self.cfg["baseline"]["tuned_trials"]
+        self.ref = reference_label(self.trials)
+        self.cells: dict[tuple[str, Any, str], list[dict]] = defaultdict(list)
+        for r in self.rows:
+            self.cells[(r["backend"], r.get("level"), r["arm"])].append(r)
+        self.backends = sorted({r["backend"] for r in self.rows})
+        self.levels = sorted({r.get("level") for r in self.rows}, key=lambda x: (x is None, x or 0))
+        self.ref_arm = next((a for a in self.arms if a == "leka"), self.arms[0] if self.arms else None)
+
+    def by_task(self, backend: str, arm: str) -> dict[str, dict]:
+        return {(r["task_label"], r["seed"]): r for r in self.rows if r["backend"] == backend and r["arm"] == arm}
+
+    def ratios(self, backend: str, level, arm: str) -> tuple[float, float, float] | None:
+        """ref arm / arm per task (failed side counted as FAIL_SPEEDUP), geomean + bootstrap CI."""
+        a, b = self.by_task(backend, self.ref_arm), self.by_task(backend, arm)
+        pairs = [((_sp(a[k]) or FAIL_SPEEDUP), (_sp(b[k]) or FAIL_SPEEDUP)) for k in sorted(set(a) & set(b))
+                 if level is None or a[k].get("level") == level]
+        return bootstrap_ratio(pairs)
+
+
+# --------------------------------------------------------------------------------------- markdown
+def _cell_id(backend: str, level, arm: str) -> str:
+    return f"cell-{backend}-L{level}-{arm}"
+
+
+def table1(d: Data, link) -> list[str]:
+    """Rows of the paper's Table 1, per backend: level x arm. `link(text, href)` renders a link."""
+    out = []
+    for b in d.backends:
+        out += [f"### Table 1: {b} (reference: {d.ref}; beside it: PyTorch eager)", "",
+                f"| level | arm | jobs | Compile@1 | Correct@1 | Fast@1.0 vs {d.ref} | geomean vs {d.ref} "
+                "| geomean vs PyTorch eager |", "|---|---|---|---|---|---|---|---|"]
+        for lv in d.levels:
+            for arm in d.arms:
+                rows = d.cells.get((b, lv, arm), [])
+                if not rows:
+                    continue
+                m = cell_metrics(rows)
+                href = f"#{_cell_id(b, lv, arm)}"
+                vals = [_fmt(m["compile"], True), _fmt(m["correct"], True), _fmt(m["fast1"], True),
+                        _fmt(m["geo_ref"]), _fmt(m["geo_torch"])]
+                out.append(f"| {lv if lv is not None else '?'} | {arm} | {m['n']} | "
+                           + " | ".join(link(v, href) for v in vals) + " |")
+        out.append("")
+    return out
+
+
+def ratio_table(d: Data) -> list[str]:
+    if d.ref_arm is None:
+        return []
+    out = [f"### {d.ref_arm} / arm, per level (geomean over tasks of the speedup ratio vs {d.ref}; "
+           f"95% bootstrap CI over tasks, {BOOT} resamples)", "",
+           "| backend | level | arm | ratio | CI | ablation delta (arm vs " + d.ref_arm + ") |", "|---|---|---|---|---|---|"]
+    for b in d.backends:
+        for lv in [*d.levels, None]:
+            for arm in d.arms:
+                if arm == d.ref_arm:
+                    continue
+                r = d.ratios(b, lv, arm)
+                if r is None:
+                    continue
+                g, lo, hi = r
+                delta = f"{100 * (1 / g - 1):+.0f}% [{100 * (1 / hi - 1):+.0f}%, {100 * (1 / lo - 1):+.0f}%]"
+                out.append(f"| {b} | {lv if lv is not None else 'all'} | {arm} | {g:.2f} | [{lo:.2f}, {hi:.2f}] | {delta} |")
+    return out + [""]
+
+
+def job_rows(d: Data, link) -> list[str]:
+    out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | vs PyTorch eager | evals | nodes L0/L1/L2 | LLM calls "
+           "| tokens in/out | budget used | wall | error |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(d.rows, key=lambda r: r["job_id"]):
+        href = _rel(d.exp_dir, r)
+        nb = r.get("nodes_by_level") or {}
+        cells = [str(bool(r.get("correct"))), _raw(r, "speedup_ref"), _raw(r, "speedup_torch"), str(r.get("evaluations", 0)),
+                 "/".join(str(nb.get(k, 0)) for k in ("L0", "L1", "L2")), str(r.get("llm_calls", 0)),
+                 f"{r.get('input_tokens', 0)}/{r.get('output_tokens', 0)}", f"{r.get('budget_used_s') or 0:.0f}s",
+                 f"{r.get('wall_s') or 0:.0f}s"]
+        err = (r.get("error") or "").replace("|", "/").replace("\n", " ")[:90]
+        out.append(f"| {link(r['job_id'], href)} | {r.get('level')} | " + " | ".join(link(c, href) for c in cells)
+                   + f" | {err} |")
+    return out + [""]
+
+
+def markdown(d: Data) -> str:
+    def link(text: str, href: str) -> str:
+        return f"[{text}]({href})" if href and not href.startswith("#") else text
+
+    lines = [f"# Experiment {d.cfg['name']}", "",
+             f"{len(d.rows)} of {d.total} jobs done. Speedups are measured by one evaluator for every arm: the "
+             f"arm's final candidate against {d.ref} and against PyTorch eager. "
+             "Rates divide by all jobs of a cell; the geomean counts a failed job as 1.00x. In the job table, "
+             "`?` marks a speedup whose paired timings were too noisy to trust (counted nowhere). Figures: report.html.", ""]
+    lines += table1(d, link) + ratio_table(d) + job_rows(d, link)
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------- html
+def _md_to_html(lines: list[str]) -> str:
+    """The few markdown shapes the tables use (### headings, pipe tables, paragraphs); cell text is
+    already HTML (escaped, with links)."""
+    out, in_table = [], False
+    for ln in lines:
+        if ln.startswith("|"):
+            cells = [c.strip() for c in ln.strip().strip("|").split(" | ")]
+            if set(ln.strip()) <= set("|-: "):  # the header separator
+                continue
+            if not in_table:
+                out.append("<table><tr>" + "".join(f"<th>{c}</th>" for c in cells) + "</tr>")
+                in_table = True
+            else:
+                out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+            continue
+        if in_table:
+            out.append("</table>")
+            in_table = False
+        if ln.startswith("### "):
+            out.append(f"<h3>{ln[4:]}</h3>")
+        elif ln.strip():
+            out.append(f"<p>{ln}</p>")
+    if in_table:
+        out.append("</table>")
+    return "\n".join(out)
+
+
+CSS = ("body{font-family:sans-serif;max-width:1200px;margin:1em auto;font-size:14px}"
+       "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+       "th{background:#f4f4f4}td:first-child,td:nth-child(2){text-align:left}figure{display:inline-block;margin:4px}"
+       "a{color:#0645ad;text-decoration:none}td:last-child{text-align:left;max-width:420px;font-size:12px}")
+
+
+def html_report(d: Data) -> str:
+    from leka.exp import figures as F
+
+    def link(text: str, href: str) -> str:
+        return f'<a href="{html.escape(href)}">{html.escape(text)}</a>' if href else html.escape(text)
+
+    esc = html.escape
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(d.cfg['name'])}</title>"
+             f"<style>{CSS}</style></head><body>",
+             f"<h1>Experiment {esc(d.cfg['name'])}</h1>",
+             f"<p>{len(d.rows)} of {d.total} jobs done. One evaluator judges every arm's final candidate against "
+             f"{esc(d.ref)} and PyTorch eager. Rates divide by all jobs of a cell; "
+             "the geomean counts a failed job as 1.00x. Every number links to its run folder or its jobs.</p>",
+             "<h2 id='table1'>Table 1</h2>", _md_to_html(table1(d, link))]
+    for b in d.backends:
+        rows = [r for r in d.rows if r["backend"] == b]
+        curves = {a: cell_metrics([r for r in rows if r["arm"] == a])["fast_curve"] for a in d.arms
+                  if any(r["arm"] == a for r in rows)}
+        any_s, tm = F.jobs_points(rows)
+        parts += [f"<h2>Figures: {esc(b)}</h2>",
+                  f"<figure id='fig-fastp-{esc(b)}'>{F.fast_p(curves, FAST_PS, f'Fast@p, {b} (vs {d.ref})', d.ref)}"
+                  "<figcaption>Fast@p for p in [0, 4]</figcaption></figure>",
+                  f"<figure id='fig-anytime-{esc(b)}'>{F.anytime(any_s, f'Anytime, {b} (vs the run baseline)')}"
+                  "<figcaption>Anytime: best speedup vs wall clock (LEKA arms vs MetaSchedule)</figcaption></figure>",
+                  f"<figure id='fig-timemem-{esc(b)}'>{F.time_memory(tm, f'Time x peak memory, {b}')}"
+                  "<figcaption>Time x peak-memory front of the final candidates</figcaption></figure>"]
+    parts += ["<h2>Ratios and ablation deltas</h2>", _md_to_html([esc(x) for x in ratio_table(d)])]
+    parts.append("<h2>Cells</h2>")
+    for (b, lv, arm), rows in sorted(d.cells.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, d.arms.index(kv[0][2])
+                                                                       if kv[0][2] in d.arms else 99)):
+        items = "".join(f"<li>{link(r['job_id'], _rel(d.exp_dir, r))}: {esc(_fmt(_sp(r)))} vs {esc(d.ref)}, "
+                        f"{esc(_fmt(_sp(r, 'speedup_torch')))} vs torch</li>" for r in rows)
+        parts.append(f"<h4 id='{_cell_id(b, lv, arm)}'>{esc(b)}, level {lv}, {esc(arm)}</h4><ul>{items}</ul>")
+    jl = job_rows(d, link)
+    parts += ["<h2>Jobs</h2>", _md_to_html(jl[2:])]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(exp_dir: Path) -> list[Path]:
+    d = Data(Path(exp_dir))
+    md = Path(exp_dir) / "report.md"
+    md.write_text(markdown(d))
+    ht = Path(exp_dir) / "report.html"
+    ht.write_text(html_report(d))
+    return [md, ht]
