@@ -45,6 +45,7 @@ from typing import Any
 import psutil
 from pydantic import BaseModel, Field
 
+from leka.backends import require_runnable
 from leka.core.config import load_config
 from leka.core.types import UserError
 
@@ -309,8 +310,7 @@ def run_claude_code(task: str, *, backend: str = "llvm", budget_s: float = 5400.
     if budget_s <= 0:
         raise UserError("--budget must be positive")
     cfg = load_config(list(config_files), [*overrides, f"backend={backend}", f"run.seed={seed}"])
-    if cfg.backend != "llvm":
-        raise UserError(f"backend {cfg.backend!r} cannot run on this machine (no GPU / OpenCL runtime)")
+    require_runnable(cfg.backend, cfg.device.url)
     if not os.environ.get("ANTHROPIC_API_KEY"):
         raise UserError("ANTHROPIC_API_KEY is not set (any value for an endpoint without keys)")
     binary = find_cli(claude_bin)

@@ -15,59 +15,15 @@ candidate itself: the judge does, against the tables' baselines.
 
 from __future__ import annotations
 
-import importlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leka.exp.config import ExpConfig, Job
-
-# name -> (recipe, LEKA run overrides, one-line description): the standard arms of the study
-PRESETS: dict[str, tuple[str, list[str], str]] = {
-    "leka": ("leka", [], "LEKA, all three levels, profile routing, tree search, deferred acceptance"),
-    "l0_off": ("leka", ["run.layers=[L1,L2]"], "LEKA without the graph level"),
-    "l1_off": ("leka", ["run.layers=[L0,L2]"], "LEKA without the schedule level"),
-    "l2_off": ("leka", ["run.layers=[L0,L1]"], "LEKA without the target-source level"),
-    "routing_random": ("leka", ["run.routing=random"], "levels chosen at random (seeded)"),
-    "routing_round_robin": ("leka", ["run.routing=round_robin"], "levels in turn"),
-    "routing_fixed_L1": ("leka", ["run.routing=fixed:L1"], "always the schedule level"),
-    "greedy": ("leka", ["run.search=greedy"], "only the current best node is expanded"),
-    "no_defer": ("leka", ["run.defer_followups=0"], "deferred acceptance off: a slower child is pruned at once"),
-    "flat": ("flat", [], "one agent edits any level, no router (no layering)"),
-    "oneshot": ("oneshot", [], "one LLM call writes the candidate"),
-    "metaschedule": ("metaschedule", [], "MetaSchedule with the same wall clock; its best at the end"),
-    "claude_code": ("claude_code", [], "a general coding agent with the same model and wall clock"),
-}
-
-# Where the Claude Code arm may live (issue 14 decides): the first importable one is used.
-CLAUDE_CODE_MODULES = ("leka.arms.claude_code", "benchmark.claude_code")
-
-
-@dataclass
-class ArmContext:
-    cfg: ExpConfig
-    sets: list[str]  # the arm's LEKA overrides
-    out: Path  # folder that will hold this attempt's run folder
-    quiet: bool = True
-
-
-@dataclass
-class ArmOutcome:
-    run_dir: Path
-    candidate: Any = None  # leka.ir.Candidate or None (nothing correct / nothing produced)
-    best_node: int | None = None
-    evaluations: int = 0
-    budget_used_s: float = 0.0
-    llm_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    nodes_by_level: dict[str, int] = field(default_factory=dict)
-    anytime: list[tuple[float, float]] = field(default_factory=list)  # (seconds, best speedup vs run baseline)
-    run_baseline: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+from leka.exp.config import Job
+from leka.exp.presets import PRESETS, RECIPES
+from leka.exp.records import ArmContext, ArmOutcome
 
 
 def leka_overrides(job: Job, ctx: ArmContext) -> list[str]:
@@ -160,28 +116,22 @@ def arm_metaschedule(job: Job, ctx: ArmContext) -> ArmOutcome:
 
 
 def arm_claude_code(job: Job, ctx: ArmContext) -> ArmOutcome:
+    """The general coding agent (issue 14): the pinned Claude Code CLI with the job's model and wall clock;
+    its best measured candidate (re-evaluated by its harness) is judged here like every arm's."""
     from leka import ir
+    from leka.arms.claude_code import run_claude_code
 
-    fn = None
-    for name in CLAUDE_CODE_MODULES:
-        try:
-            fn = importlib.import_module(name).run_claude_code
-            break
-        except (ImportError, AttributeError):
-            continue
-    if fn is None:
-        raise RuntimeError(f"the claude_code arm is not installed (none of {', '.join(CLAUDE_CODE_MODULES)} "
-                           "defines run_claude_code)")
     t0 = time.monotonic()
-    out = fn(job.task, job.backend, job.budget_s, ctx.cfg.model, ctx.out)
-    d = out if isinstance(out, dict) else getattr(out, "__dict__", {})
-    run_dir = Path(d.get("run_dir") or ctx.out)
-    cand = d.get("candidate")
-    if isinstance(cand, (str, Path)):
-        cand = ir.Candidate.model_validate_json(Path(cand).read_text())
+    res = run_claude_code(job.task, backend=job.backend, budget_s=job.budget_s, model=ctx.cfg.model,
+                          out_dir=ctx.out, overrides=ctx.sets, seed=job.seed, quiet=ctx.quiet)
+    run_dir = Path(res.run_dir)
+    f = run_dir / "candidate.json"
+    cand = ir.Candidate.model_validate_json(f.read_text()) if f.is_file() else None
+    if cand is None and res.status != "ok":
+        raise RuntimeError(f"claude_code: {res.error}")
     return ArmOutcome(run_dir=run_dir, candidate=cand, budget_used_s=round(time.monotonic() - t0, 2),
-                      llm_calls=int(d.get("calls") or 0), input_tokens=int(d.get("input_tokens") or 0),
-                      output_tokens=int(d.get("output_tokens") or 0), evaluations=int(d.get("evaluations") or 0))
+                      llm_calls=res.turns, input_tokens=res.input_tokens, output_tokens=res.output_tokens,
+                      evaluations=res.evals, extra={"status": res.status, "error": res.error})
 
 
 ARMS: dict[str, Callable[[Job, ArmContext], ArmOutcome]] = {
@@ -191,6 +141,7 @@ ARMS: dict[str, Callable[[Job, ArmContext], ArmOutcome]] = {
     "metaschedule": arm_metaschedule,
     "claude_code": arm_claude_code,
 }
+assert set(ARMS) == set(RECIPES), "every recipe of leka.exp.presets has an arm function"
 
 
 def describe() -> str:

@@ -88,7 +88,8 @@ class ExpConfig(_S):
     @field_validator("arms")
     @classmethod
     def _arms(cls, v: list[ArmSpec]) -> list[ArmSpec]:
-        from leka.exp.arms import ARMS, PRESETS
+        from leka.exp.presets import PRESETS
+        from leka.exp.presets import RECIPES as ARMS
 
         v = [a if a.recipe else _preset(a, PRESETS) for a in v]
         if not v:

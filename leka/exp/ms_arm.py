@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import time
 
-from leka.exp.arms import ArmContext, ArmOutcome
 from leka.exp.config import Job
+from leka.exp.records import ArmContext, ArmOutcome
 
 
 def tuned_candidate(task, backend: str, root, work_dir: str):

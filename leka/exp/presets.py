@@ -1,0 +1,22 @@
+"""The standard arms of the study by name (no imports: the config validates against this table)."""
+
+from __future__ import annotations
+
+RECIPES = ("leka", "flat", "oneshot", "metaschedule", "claude_code")
+
+# name -> (recipe, LEKA run overrides, one-line description): the standard arms of the study
+PRESETS: dict[str, tuple[str, list[str], str]] = {
+    "leka": ("leka", [], "LEKA, all three levels, profile routing, tree search, deferred acceptance"),
+    "l0_off": ("leka", ["run.layers=[L1,L2]"], "LEKA without the graph level"),
+    "l1_off": ("leka", ["run.layers=[L0,L2]"], "LEKA without the schedule level"),
+    "l2_off": ("leka", ["run.layers=[L0,L1]"], "LEKA without the target-source level"),
+    "routing_random": ("leka", ["run.routing=random"], "levels chosen at random (seeded)"),
+    "routing_round_robin": ("leka", ["run.routing=round_robin"], "levels in turn"),
+    "routing_fixed_L1": ("leka", ["run.routing=fixed:L1"], "always the schedule level"),
+    "greedy": ("leka", ["run.search=greedy"], "only the current best node is expanded"),
+    "no_defer": ("leka", ["run.defer_followups=0"], "deferred acceptance off: a slower child is pruned at once"),
+    "flat": ("flat", [], "one agent edits any level, no router (no layering)"),
+    "oneshot": ("oneshot", [], "one LLM call writes the candidate"),
+    "metaschedule": ("metaschedule", [], "MetaSchedule with the same wall clock; its best at the end"),
+    "claude_code": ("claude_code", [], "a general coding agent with the same model and wall clock"),
+}
