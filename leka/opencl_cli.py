@@ -7,8 +7,6 @@ from pathlib import Path
 
 import typer
 
-from leka.tvm_adapter import opencl_plugin as opencl
-
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
 
@@ -22,6 +20,8 @@ def build_cmd(
 ) -> None:
     """Build the plugin (about 30-50 s); `leka run --backend opencl` then runs on this machine's
     OpenCL device (PoCL: the CPU)."""
+    from leka.tvm_adapter import opencl_plugin as opencl  # loads TVM: not at `leka --help`
+
     src = tvm_src or opencl.default_src()
     dest = out or opencl.plugin_path()
     if install:  # also when the plugin exists: a fresh machine may lack the ICD / PoCL at run time
