@@ -55,10 +55,12 @@ def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
     def sample(n: int) -> float:
         k0 = state["k"]
         seq = list(islice(cycle(arg_sets[k0:] + arg_sets[:k0]) if n_sets > 1 else cycle(arg_sets), n))
-        out = None
         t0 = clock()
-        for args in seq:
-            out = call(*args)
+        # each result is dropped before the next call (as in TVM's own loop), so its memory is reused:
+        # holding it would make every call allocate (and fault in) a fresh output
+        for args in seq[:-1]:
+            call(*args)
+        out = call(*seq[-1])
         if sync is not None:
             sync()
         t = clock() - t0
