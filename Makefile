@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow lint bench clean
+.PHONY: setup demo test test-slow lint bench clean llm-local
 
 setup: $(STAMP)
 
@@ -25,6 +25,10 @@ test: setup
 
 test-slow: setup
 	$(BIN)/python -m pytest -q -ra -m slow
+
+# a local small model for --policy llm: llama-cpp-python's server + the GGUF, cached (leka/llm/README.md)
+llm-local: setup
+	$(BIN)/python -m leka.llm.local setup
 
 lint: setup
 	$(BIN)/ruff check .

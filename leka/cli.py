@@ -21,6 +21,8 @@ def _mount() -> None:
     app.add_typer(bench_app, name="bench", help="EdgeKernelBench: list tasks, evaluate, tune baselines.")
     from candidate_tree.cli import app as tree_app
     app.add_typer(tree_app, name="tree", help="Candidate tree: show nodes, best-k, lineage; export HTML/JSON.")
+    from leka.llm.cli import app as llm_app
+    app.add_typer(llm_app, name="llm", help="The local small model: `leka llm serve` (after `make llm-local`).")
 
 
 @app.command("run")

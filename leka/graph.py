@@ -410,5 +410,6 @@ def make_router(cfg: LekaConfig, provider=None, views=None, deadline=None):
         from agents.llm_agent import LLMRouter
 
         return LLMRouter(provider, views=views or (lambda c, x: {}), levels=[lv for lv in LEVELS if lv in cfg.run.layers],
-                         max_repairs=cfg.llm.max_repairs, deadline=deadline or (lambda: None))
+                         max_repairs=cfg.llm.max_repairs, deadline=deadline or (lambda: None),
+                         context_tokens=cfg.llm.context_tokens)
     return HardwareSensingAgent(cfg.run.routing, cfg.run.layers, cfg.run.seed)

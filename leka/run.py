@@ -89,7 +89,8 @@ def make_agents(cfg: LekaConfig, ctx_holder: dict[str, Any], root, task, run_dir
         return ctx_holder.get("deadline")
 
     agents = {lv: LLMAgent(lv, provider, views=views, check=check, max_repairs=cfg.llm.max_repairs,
-                           deadline=deadline, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature)
+                           deadline=deadline, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
+                           context_tokens=cfg.llm.context_tokens, small_schema=cfg.llm.small_schema)
               for lv in LEVELS}
     return agents, make_router(cfg, provider, views, deadline), ledger
 
@@ -107,6 +108,7 @@ def llm_views(cfg: LekaConfig, holder: dict[str, Any], root, task):
             if hot:
                 out["tir"] = V.tir_view(cand, hot, root_params=root.params, scheduled=False)
                 out["tir_note"] = f"(hottest kernel: {hot})"
+                out["kernel"] = hot
                 if actx.level == "L2":
                     out["source"] = V.source_view(cand, hot, root_params=root.params)
         except Exception as e:  # noqa: BLE001 - a view that cannot be made is said, not fatal
