@@ -58,6 +58,9 @@ class AgentReport(BaseModel):
     failure: str | None = None  # why nothing (or not everything) came back
     usage: Usage = Field(default_factory=Usage)
     cut: bool = False  # the views were cut to fit the model's context
+    # per reply: {"parsed": a JSON value with >= 1 well-formed edit (or a valid route), "edits":
+    # [[kind, legal], ...], "latency_s", "input_tokens", "output_tokens"} (experiments count these)
+    replies: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def _echo(comp: Completion, limit: int = 20_000) -> str:
@@ -81,6 +84,7 @@ class CallInfo(BaseModel):
     blocks: list[str] = Field(default_factory=list)
     cut: bool = False  # views were cut to fit the context
     source: bool = True  # an L2 source override was offered
+    stat: dict[str, Any] = Field(default_factory=dict)  # what accept() made of the latest reply
 
 
 class _RepairLoop:
@@ -109,6 +113,7 @@ class _RepairLoop:
 
     context_tokens: int | None = None
     small_schema: bool = False
+    on_report: Callable[[AgentReport], None] | None = None
 
     def _small_vars(self, v: dict[str, Any], context: AgentContext, info: CallInfo) -> None:
         """Block table, an example trace legal for this kernel, and the kernel name (small schemas)."""
@@ -176,9 +181,23 @@ class _RepairLoop:
 
     def _run(self, candidate: Any, context: AgentContext, *, template: str, tool: dict[str, Any],
              extra_vars: dict[str, Any], accept: Callable[[Completion, CallInfo], tuple[Any, list[str]]]) -> Any:
-        """Returns accept()'s value for the first reply it calls good, or None; fills last_report."""
+        """Returns accept()'s value for the first reply it calls good, or None; fills last_report
+        (and hands it to `on_report`, when set, whatever the outcome)."""
         report = AgentReport(agent=self.level, provider=self.provider.name)
         self.last_report, self.last_error = report, None
+        try:
+            return self._run_inner(candidate, context, report, template=template, tool=tool,
+                                   extra_vars=extra_vars, accept=accept)
+        finally:
+            if self.on_report is not None:
+                try:
+                    self.on_report(report)
+                except Exception:  # noqa: BLE001 - a report that cannot be written must not stop the run
+                    log.exception("%s agent: on_report failed", self.level)
+
+    def _run_inner(self, candidate: Any, context: AgentContext, report: AgentReport, *, template: str,
+                   tool: dict[str, Any], extra_vars: dict[str, Any],
+                   accept: Callable[[Completion, CallInfo], tuple[Any, list[str]]]) -> Any:
         info = CallInfo()
         try:
             v = {**self._vars(candidate, context, tool["name"]), **extra_vars}
@@ -211,8 +230,11 @@ class _RepairLoop:
                 return None
             report.calls += 1
             report.usage = report.usage + comp.usage
+            info.stat = {"parsed": False, "edits": []}
             value, errors = accept(comp, info)
             report.errors.append(errors)
+            report.replies.append({**info.stat, "latency_s": round(comp.latency_s, 3),
+                                   "input_tokens": comp.usage.input_tokens, "output_tokens": comp.usage.output_tokens})
             if value is not None:
                 report.failure = self.last_error = ("dropped: " + "; ".join(errors)) if errors else None
                 return value
@@ -242,7 +264,8 @@ class LLMAgent(_RepairLoop):
     def __init__(self, level: str, provider: Provider, *, views: ViewsFn, check: Callable[[Edit], str | None],
                  max_repairs: int = 2, template: str | None = None,
                  deadline: Callable[[], float | None] = lambda: None, max_tokens: int = 4096,
-                 temperature: float = 0.2, context_tokens: int | None = None, small_schema: bool = False):
+                 temperature: float = 0.2, context_tokens: int | None = None, small_schema: bool = False,
+                 on_report: Callable[[AgentReport], None] | None = None):
         if level not in (*LEVELS, "oneshot"):
             raise ValueError(f"LLMAgent level must be L0, L1, L2 or oneshot, got {level!r}")
         self.level, self.provider, self.views, self.check = level, provider, views, check
@@ -251,6 +274,7 @@ class LLMAgent(_RepairLoop):
         self.max_tokens, self.temperature = max_tokens, temperature
         self.tool = edit_tool(level)
         self.context_tokens, self.small_schema = context_tokens, small_schema
+        self.on_report = on_report
         self.last_error: str | None = None
         self.last_report: AgentReport | None = None
 
@@ -262,6 +286,7 @@ class LLMAgent(_RepairLoop):
             edits, errors = parse_edits(reply_data(comp), self.level, default_target=info.target)
         except ParseError as e:
             return None, [str(e)]
+        info.stat["parsed"] = bool(edits)
         legal: list[Edit] = []
         for n, e in enumerate(edits):
             label = f"{e.kind} edit {n + 1}" + (f" on {e.target}" if e.target else "")
@@ -270,6 +295,7 @@ class LLMAgent(_RepairLoop):
                 msg = msg or self.check(e)
             except Exception as ex:  # noqa: BLE001 - a check that crashes rejects the edit, with the reason
                 msg = f"checking it raised {type(ex).__name__}: {ex}"
+            info.stat["edits"].append([e.kind, msg is None])
             if msg is None:
                 legal.append(e)
             else:
@@ -293,7 +319,8 @@ class LLMRouter(_RepairLoop):
     def __init__(self, provider: Provider, *, views: ViewsFn = lambda c, ctx: {},
                  levels: list[str] | tuple[str, ...] = LEVELS, max_repairs: int = 2, template: str | None = None,
                  deadline: Callable[[], float | None] = lambda: None, fallback: str | None = None,
-                 max_tokens: int = 1024, temperature: float = 0.2, context_tokens: int | None = None):
+                 max_tokens: int = 1024, temperature: float = 0.2, context_tokens: int | None = None,
+                 on_report: Callable[[AgentReport], None] | None = None):
         self.level = "router"
         self.provider, self.views, self.levels = provider, views, list(levels)
         if not self.levels or any(lv not in LEVELS for lv in self.levels):
@@ -304,6 +331,7 @@ class LLMRouter(_RepairLoop):
         self.max_tokens, self.temperature = max_tokens, temperature
         self.tool = route_tool(self.levels)
         self.context_tokens = context_tokens
+        self.on_report = on_report
         self.last_error: str | None = None
         self.last_report: AgentReport | None = None
 
@@ -312,7 +340,9 @@ class LLMRouter(_RepairLoop):
 
     def _accept(self, comp: Completion, info: CallInfo) -> tuple[tuple[str, str] | None, list[str]]:
         try:
-            return parse_route(reply_data(comp), self.levels), []
+            got = parse_route(reply_data(comp), self.levels)
+            info.stat["parsed"] = True
+            return got, []
         except ParseError as e:
             return None, [str(e)]
 

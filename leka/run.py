@@ -88,11 +88,21 @@ def make_agents(cfg: LekaConfig, ctx_holder: dict[str, Any], root, task, run_dir
     def deadline():
         return ctx_holder.get("deadline")
 
+    reports = run_dir / "llm_reports.jsonl"  # one line per agent call: replies parsed, edits legal
+
+    def on_report(rep) -> None:
+        with reports.open("a") as f:
+            f.write(rep.model_dump_json() + "\n")
+
     agents = {lv: LLMAgent(lv, provider, views=views, check=check, max_repairs=cfg.llm.max_repairs,
                            deadline=deadline, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
-                           context_tokens=cfg.llm.context_tokens, small_schema=cfg.llm.small_schema)
+                           context_tokens=cfg.llm.context_tokens, small_schema=cfg.llm.small_schema,
+                           on_report=on_report)
               for lv in LEVELS}
-    return agents, make_router(cfg, provider, views, deadline), ledger
+    router = make_router(cfg, provider, views, deadline)
+    if hasattr(router, "on_report"):
+        router.on_report = on_report
+    return agents, router, ledger
 
 
 def llm_views(cfg: LekaConfig, holder: dict[str, Any], root, task):
