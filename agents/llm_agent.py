@@ -112,6 +112,7 @@ class _RepairLoop:
         }
 
     context_tokens: int | None = None
+    prompt_tokens: int | None = None
     small_schema: bool = False
     on_report: Callable[[AgentReport], None] | None = None
 
@@ -127,6 +128,8 @@ class _RepairLoop:
             blocks = tir_blocks(first[0]) if first else []
             info.target = views["kernels"].split()[0]
         example = example_trace(blocks)
+        # few edits per reply: a CPU generates a few tokens per second
+        v["max_edits"] = 3 if self.level == "oneshot" else min(2, v["variants"])
         v.update(small=True, blocks_table=tir_block_table(blocks), kernel=info.target or "", source_ok=False,
                  example=json.dumps({"edits": [{"level": "L1", "kind": "trace", "target": info.target or "KERNEL",
                                                 "rationale": "inline the producers, parallel outer loop",
@@ -135,35 +138,38 @@ class _RepairLoop:
     def _prompt(self, v: dict[str, Any], template: str, tool: dict[str, Any],
                 info: CallInfo) -> tuple[list[Message], dict[str, Any], int]:
         """(first messages, tool, reply room). With `context_tokens`, views are cut so the prompt,
-        one repair turn and the reply fit; an L2 source override is offered only if its views fit."""
+        one repair turn and the reply fit (and the prompt within `prompt_tokens`, when set); an L2
+        source override is offered only if its views fit."""
         def texts(views: dict[str, str]) -> list[str]:
             w = {**v, "views": views, "task_contract": views.get("task_contract", ""), "source_ok": info.source}
             return [render("system.j2", **w), render(template, **w)]
 
         views, max_tokens = v["views"], self.max_tokens
-        if self.context_tokens is None:
+        if self.context_tokens is None and self.prompt_tokens is None:
             out = texts(views)
         else:
-            max_tokens = min(self.max_tokens, self.context_tokens // 4)
-            budget = self.context_tokens - max_tokens - REPAIR_RESERVE
+            ctx = self.context_tokens or 1 << 30
+            max_tokens = min(self.max_tokens, ctx // 4)
+            budget = min(ctx - max_tokens - REPAIR_RESERVE, self.prompt_tokens or 1 << 30)
             full_source = len(views.get("source", ""))
             views, out, info.cut = fit_views(texts, views, budget)
             if self.small_schema and self.level == "L2" and full_source and len(views["source"]) < full_source // 2:
                 info.source = False
                 views, out, info.cut = fit_views(texts, {**views, "source": NO_SOURCE, "tir": ""}, budget)
-            room = self.context_tokens - messages_tokens(out) - REPAIR_RESERVE
+            room = ctx - messages_tokens(out) - REPAIR_RESERVE
             max_tokens = max(128, min(max_tokens, room))
         if self.small_schema and tool["name"] == EDIT_TOOL_NAME:
             one = self.level == "oneshot"  # any PrimFunc of the module; several edits build on each other
             kernels = v["views"].get("kernels", "").split() if one else [info.target] if info.target else []
             tool = small_edit_tool(self.level, kernels=kernels, blocks=info.blocks, backend=v["backend"],
                                    source=info.source and self.level == "L2",
-                                   max_edits=max(3, v["variants"]) if one else v["variants"])
+                                   max_edits=v["max_edits"])
         return [Message(role="system", content=out[0]), Message(role="user", content=out[1])], tool, max_tokens
 
     def _repair_turn(self, messages: list[Message], base: int, comp: Completion, errors: list[str],
                      attempt: int, tool: dict[str, Any], seen: list[str]) -> list[Message]:
-        echo = _echo(comp, ECHO_CHARS if self.context_tokens else 20_000)
+        bounded = self.context_tokens is not None or self.prompt_tokens is not None
+        echo = _echo(comp, ECHO_CHARS if bounded else 20_000)
         if echo in seen:
             errors = [*errors, "this reply is identical to an earlier rejected one: change what the errors name"]
         seen.append(echo)
@@ -172,7 +178,7 @@ class _RepairLoop:
                                                     max_repairs=self.max_repairs, tool_name=tool["name"],
                                                     kind="edits" if tool["name"] == EDIT_TOOL_NAME else "route"))]
         # a bounded context keeps only the latest failed reply, so every repair fits like the first
-        return (messages[:base] if self.context_tokens else messages) + turn
+        return (messages[:base] if bounded else messages) + turn
 
     def _temperature(self, attempt: int) -> float:
         """Each repair samples hotter: the same prompt at the same low temperature gave a small model's
@@ -264,8 +270,8 @@ class LLMAgent(_RepairLoop):
     def __init__(self, level: str, provider: Provider, *, views: ViewsFn, check: Callable[[Edit], str | None],
                  max_repairs: int = 2, template: str | None = None,
                  deadline: Callable[[], float | None] = lambda: None, max_tokens: int = 4096,
-                 temperature: float = 0.2, context_tokens: int | None = None, small_schema: bool = False,
-                 on_report: Callable[[AgentReport], None] | None = None):
+                 temperature: float = 0.2, context_tokens: int | None = None, prompt_tokens: int | None = None,
+                 small_schema: bool = False, on_report: Callable[[AgentReport], None] | None = None):
         if level not in (*LEVELS, "oneshot"):
             raise ValueError(f"LLMAgent level must be L0, L1, L2 or oneshot, got {level!r}")
         self.level, self.provider, self.views, self.check = level, provider, views, check
@@ -273,7 +279,7 @@ class LLMAgent(_RepairLoop):
         self.template = template or TEMPLATES[level]
         self.max_tokens, self.temperature = max_tokens, temperature
         self.tool = edit_tool(level)
-        self.context_tokens, self.small_schema = context_tokens, small_schema
+        self.context_tokens, self.prompt_tokens, self.small_schema = context_tokens, prompt_tokens, small_schema
         self.on_report = on_report
         self.last_error: str | None = None
         self.last_report: AgentReport | None = None
@@ -320,7 +326,7 @@ class LLMRouter(_RepairLoop):
                  levels: list[str] | tuple[str, ...] = LEVELS, max_repairs: int = 2, template: str | None = None,
                  deadline: Callable[[], float | None] = lambda: None, fallback: str | None = None,
                  max_tokens: int = 1024, temperature: float = 0.2, context_tokens: int | None = None,
-                 on_report: Callable[[AgentReport], None] | None = None):
+                 prompt_tokens: int | None = None, on_report: Callable[[AgentReport], None] | None = None):
         self.level = "router"
         self.provider, self.views, self.levels = provider, views, list(levels)
         if not self.levels or any(lv not in LEVELS for lv in self.levels):
@@ -330,7 +336,7 @@ class LLMRouter(_RepairLoop):
         self.template = template or TEMPLATES["router"]
         self.max_tokens, self.temperature = max_tokens, temperature
         self.tool = route_tool(self.levels)
-        self.context_tokens = context_tokens
+        self.context_tokens, self.prompt_tokens = context_tokens, prompt_tokens
         self.on_report = on_report
         self.last_error: str | None = None
         self.last_report: AgentReport | None = None

@@ -114,24 +114,34 @@ def _level_of(kind: str) -> str:
     return {"pass": "L0", "relax_text": "L0", "trace": "L1", "tir_text": "L1"}.get(kind, "L2")
 
 
-def run_task(tid: str, args, spec: str, out: Path, agg: Agg) -> dict[str, Any]:
-    row: dict[str, Any] = {"task": tid}
+def run_arm(tid: str, arm: str, args, spec: str, out: Path) -> None:
+    """One arm on one task; its run folder lands in out/<arm>/<task>/, its exit in status.json."""
+    folder = out / arm / tid
     common = ["--set", f"evaluator.timing_budget_s={args.timing_budget}", "--quiet"]
-    limit = args.budget_s + 600
-    for arm in args.arms:
+    limit = args.budget_s + 900
+    if arm == "oneshot":
+        rc, wall, err = leka("oneshot", "--task", tid, "--model", spec, "--out", str(folder), *common, timeout=limit)
+    else:
+        extra = (["--policy", "llm", "--model", spec, "--routing", args.llm_routing] if arm == "llm"
+                 else ["--policy", "rules"])
+        rc, wall, err = leka("run", "--task", tid, *extra, "--budget", f"{args.budget_s}s", "--out", str(folder),
+                             *common, timeout=limit)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "status.json").write_text(json.dumps({"rc": rc, "wall_s": round(wall, 1),
+                                                    "error": err.strip().splitlines()[-1:] if rc not in (0, 1) else []}))
+
+
+def collect_task(tid: str, out: Path, agg: Agg) -> dict[str, Any]:
+    row: dict[str, Any] = {"task": tid}
+    for arm in ARMS:
         folder = out / arm / tid
-        if arm == "oneshot":
-            rc, wall, err = leka("oneshot", "--task", tid, "--model", spec, "--out", str(folder), *common,
-                                 timeout=limit)
-        else:
-            extra = ["--policy", "llm", "--model", spec] if arm == "llm" else ["--policy", "rules"]
-            rc, wall, err = leka("run", "--task", tid, *extra, "--budget", f"{args.budget_s}s", "--out", str(folder),
-                                 *common, timeout=limit)
+        st = json.loads((folder / "status.json").read_text()) if (folder / "status.json").is_file() else None
+        if st is None:
+            continue
         rd = only_dir(folder)
-        row[f"{arm}_wall"] = round(wall, 1)
-        row[f"{arm}_rc"] = rc
-        if rc not in (0, 1):
-            row[f"{arm}_error"] = err.strip().splitlines()[-1:] if err.strip() else ["?"]
+        row[f"{arm}_wall"], row[f"{arm}_rc"] = st["wall_s"], st["rc"]
+        if st["error"]:
+            row[f"{arm}_error"] = st["error"]
         if rd is None:
             continue
         if arm in ("llm", "oneshot"):
@@ -188,13 +198,15 @@ def fmt(x: Any, nd: int = 2) -> str:
     return str(x)
 
 
-def markdown(args, rows: list[dict[str, Any]], agg: Agg, probe: list[dict[str, Any]], wall: float) -> str:
+def markdown(args, rows: list[dict[str, Any]], agg: Agg, probe: list[dict[str, Any]], wall: float) -> str:  # noqa: ARG001
     lines = [f"# bench_llm_local: {L.MODEL_ALIAS} (Q4_K_M GGUF) through llama-cpp-python's server", "",
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()} "
              f"{os.cpu_count()} cores, **loaded by other work** (about 6 other sessions sharing the cores); "
-             f"`{' '.join(sys.argv[1:]) or '(defaults)'}` ({wall / 60:.0f} min).",
-             f"Server: `{' '.join(L.server_command(Path(L.MODEL_FILE), args.port, args.threads)[1:])}`; "
-             f"spec `{L.model_spec(args.port)}`. Budget per task and arm: {args.budget_s:.0f}s wall clock; "
+             f"`{' '.join(sys.argv[1:]) or '(defaults)'}`.",
+             f"Server: `{' '.join(L.server_command(Path(L.MODEL_FILE), args.port, args.threads)[1:])}`"
+             f"{' with OMP_WAIT_POLICY=PASSIVE' if args.threads > 1 else ''}; spec `{L.model_spec(args.port)}`. "
+             f"Budget per task: {args.budget_s:.0f}s wall clock for the llm arm (routing {args.llm_routing}) and the "
+             f"rules arm; the one-shot arm is one call and one evaluation. "
              f"`evaluator.timing_budget_s={args.timing_budget}`.", ""]
     if probe:
         lines += ["## Server speed by thread count (same prompt, one after the other)", "",
@@ -241,33 +253,41 @@ def main() -> None:
     ap.add_argument("--start-server", action="store_true")
     ap.add_argument("--threads-probe", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "experiments" / "out" / "bench_llm_local"))
+    ap.add_argument("--llm-routing", default="round_robin",
+                    help="routing of the llm arm (profile = one more model call per step)")
+    ap.add_argument("--report-only", action="store_true", help="only write the table from --out's run folders")
     ap.add_argument("--md", default="")
     args = ap.parse_args()
     from leka.run import parse_duration
 
     args.budget_s = parse_duration(args.budget)
     args.arms = [a for a in args.arms.split(",") if a]
-    out = Path(args.out) / time.strftime("%Y%m%d-%H%M%S")
-    out.mkdir(parents=True)
+    tasks = [t for t in args.tasks.split(",") if t]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    probe = threads_probe(args.port, out) if args.threads_probe else []
-    for p in probe:
-        print(json.dumps(p), flush=True)
-    proc = L.start_server(args.port, args.threads, log=out / "server.log") if args.start_server else None
-    rows, agg = [], Agg()
+    probe_file = out / "threads_probe.json"
+    if args.threads_probe and not args.report_only:
+        probe_file.write_text(json.dumps(threads_probe(args.port, out)))
+    probe = json.loads(probe_file.read_text()) if probe_file.is_file() else []
+    proc = None
+    if args.start_server and not args.report_only and set(args.arms) & {"llm", "oneshot"}:
+        proc = L.start_server(args.port, args.threads, log=out / "server.log")
     try:
-        for i, tid in enumerate([t for t in args.tasks.split(",") if t], 1):
-            print(f"[{i}] {tid} ...", flush=True)
-            rows.append(run_task(tid, args, L.model_spec(args.port), out, agg))
-            print(json.dumps(rows[-1]), flush=True)
-            text = markdown(args, rows, agg, probe, time.monotonic() - t0)
-            (out / "table.md").write_text(text)
-            if args.md:
-                Path(args.md).write_text(text)
+        for i, tid in enumerate(tasks if not args.report_only else [], 1):
+            for arm in args.arms:
+                print(f"[{i}/{len(tasks)}] {tid} {arm} ...", flush=True)
+                run_arm(tid, arm, args, L.model_spec(args.port), out)
     finally:
         if proc is not None:
             L.stop_server(proc)
-    print(markdown(args, rows, agg, probe, time.monotonic() - t0))
+    agg = Agg()
+    rows = [collect_task(tid, out, agg) for tid in tasks]
+    text = markdown(args, rows, agg, probe, time.monotonic() - t0)
+    (out / "table.md").write_text(text)
+    if args.md:
+        Path(args.md).write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

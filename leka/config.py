@@ -67,6 +67,7 @@ class LLMConfig(_Section):
     # `compat:URL|MODEL?json_schema=true&context_tokens=8192` (what `leka llm serve` prints).
     json_schema: bool = False  # compat: send the tool's schema as response_format (grammar-constrained JSON)
     context_tokens: int | None = None  # the model's context: prompts are cut to fit it, with the reply
+    prompt_tokens: int | None = None  # a tighter cap on the prompt, for models that read slowly (CPU)
     small_schema: bool = False  # per-level edit schemas with enums of real names, instead of the full one
 
     @model_validator(mode="before")

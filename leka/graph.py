@@ -411,5 +411,5 @@ def make_router(cfg: LekaConfig, provider=None, views=None, deadline=None):
 
         return LLMRouter(provider, views=views or (lambda c, x: {}), levels=[lv for lv in LEVELS if lv in cfg.run.layers],
                          max_repairs=cfg.llm.max_repairs, deadline=deadline or (lambda: None),
-                         context_tokens=cfg.llm.context_tokens)
+                         context_tokens=cfg.llm.context_tokens, prompt_tokens=cfg.llm.prompt_tokens)
     return HardwareSensingAgent(cfg.run.routing, cfg.run.layers, cfg.run.seed)

@@ -118,7 +118,8 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
 
     agent = LLMAgent("oneshot", provider, views=lambda c, x: views, check=check, max_repairs=0,
                      max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
-                     context_tokens=cfg.llm.context_tokens, small_schema=cfg.llm.small_schema,
+                     context_tokens=cfg.llm.context_tokens, prompt_tokens=cfg.llm.prompt_tokens,
+                     small_schema=cfg.llm.small_schema,
                      on_report=lambda r: (run_dir / "llm_reports.jsonl").write_text(r.model_dump_json() + "\n"))
     target = A.make_target(cfg.backend)
     actx = AgentContext(task_id=task.id, backend=cfg.backend, level="oneshot", seed=cfg.run.seed,

@@ -96,7 +96,8 @@ def make_agents(cfg: LekaConfig, ctx_holder: dict[str, Any], root, task, run_dir
 
     agents = {lv: LLMAgent(lv, provider, views=views, check=check, max_repairs=cfg.llm.max_repairs,
                            deadline=deadline, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
-                           context_tokens=cfg.llm.context_tokens, small_schema=cfg.llm.small_schema,
+                           context_tokens=cfg.llm.context_tokens, prompt_tokens=cfg.llm.prompt_tokens,
+                           small_schema=cfg.llm.small_schema,
                            on_report=on_report)
               for lv in LEVELS}
     router = make_router(cfg, provider, views, deadline)

@@ -35,11 +35,13 @@ MODEL_SIZE = 491_400_064
 MODEL_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 MODEL_ALIAS = "qwen2.5-coder-0.5b"
 N_CTX = 8192
-# Two cores: one thread measured fastest here unless OpenMP's spin-waiting is turned off
-# (experiments/results/bench_llm_local.md has the side-by-side numbers).
-DEFAULT_THREADS = 1
-# What `leka llm serve` prints: grammar-constrained JSON, prompts bounded to the context, small schemas.
-SPEC_OPTIONS = f"json_schema=true&context_tokens={N_CTX}&small_schema=true&max_tokens=1024"
+# Two threads with OMP_WAIT_POLICY=PASSIVE generated 2.6x faster than one on this (loaded) 2-core
+# machine, prompt speed equal (experiments/results/bench_llm_local.md); without PASSIVE two threads
+# were the slowest setting.
+DEFAULT_THREADS = 2
+# What `leka llm serve` prints: grammar-constrained JSON, small schemas, prompts bounded to the
+# context and, because a CPU reads prompts at tens of tokens per second, to 1600 tokens.
+SPEC_OPTIONS = f"json_schema=true&small_schema=true&context_tokens={N_CTX}&prompt_tokens=1600&max_tokens=768"
 
 MISSING = "run `make llm-local` first"
 

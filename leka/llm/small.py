@@ -78,11 +78,12 @@ def fit_views(render: Callable[[dict[str, str]], list[str]], views: dict[str, st
             break
         cut = True
         need = int(over * CHARS_PER_TOKEN) + 200
+        shown = "\n".join(texts)
         for key in SHRINK_ORDER:
             if need <= 0:
                 break
             text = views.get(key)
-            if not text or len(text) < 200:
+            if not text or len(text) < 200 or text[:120] not in shown:  # a view the template leaves out
                 continue
             # an optional view goes entirely; a main one keeps at least a fifth of its text
             floor = 0 if key in ("task_contract", "summary") else len(text) // 5
@@ -216,7 +217,7 @@ def trace_name_errors(trace: Any, blocks: list[str]) -> str | None:
 # -- small schemas ---------------------------------------------------------------------------------
 
 _NAME = {"type": "string", "maxLength": 24}
-_RATIONALE = {"type": "string", "maxLength": 160}
+_RATIONALE = {"type": "string", "maxLength": 100}
 
 
 def _names(lo: int, hi: int) -> dict[str, Any]:
@@ -260,7 +261,7 @@ def _item(level: str, kind: str, payload: dict[str, Any], target: dict[str, Any]
 
 
 def small_items(level: str, *, kernels: list[str], blocks: list[str], backend: str,
-                source: bool, max_steps: int = 12) -> list[dict[str, Any]]:
+                source: bool, max_steps: int = 10) -> list[dict[str, Any]]:
     kernel = {"enum": kernels} if kernels else _NAME
     items: list[dict[str, Any]] = []
     if level in ("L0", "oneshot"):
@@ -275,7 +276,7 @@ def small_items(level: str, *, kernels: list[str], blocks: list[str], backend: s
             lang = {"llvm": "cpp", "cuda": "cuda", "opencl": "opencl"}.get(backend, "cpp")
             items.append(_item("L2", "source", {"language": {"const": lang},
                                                 "entry": {"type": "string", "maxLength": 64},
-                                                "text": {"type": "string", "maxLength": 6000}}, kernel))
+                                                "text": {"type": "string"}}, kernel))
     return items
 
 
