@@ -243,6 +243,7 @@ class _RepairLoop:
                                    "input_tokens": comp.usage.input_tokens, "output_tokens": comp.usage.output_tokens})
             if value is not None:
                 report.failure = self.last_error = ("dropped: " + "; ".join(errors)) if errors else None
+                report.accepted = len(value) if isinstance(value, list) else 1
                 return value
             if attempt == self.max_repairs:
                 break
@@ -311,8 +312,6 @@ class LLMAgent(_RepairLoop):
     def propose(self, candidate: Any, context: AgentContext) -> list[Edit]:
         edits = self._run(candidate, context, template=self.template, tool=self.tool, extra_vars={},
                           accept=self._accept)
-        if self.last_report is not None and edits:
-            self.last_report.accepted = len(edits)
         return edits or []
 
 

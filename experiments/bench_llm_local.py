@@ -110,6 +110,28 @@ class Agg:
                 k["best"] = max(k.get("best", 0.0), n["speedup"])
 
 
+_EXAMPLE = "Example reply, legal for this kernel (a starting point, not the best schedule):\n"
+
+
+def example_copies(run_dir: Path) -> int:
+    """L1 trace edits in the replies that are exactly the example trace the prompt showed."""
+    p = run_dir / "llm_transcript.jsonl"
+    n = 0
+    for ln in p.read_text().splitlines() if p.is_file() else []:
+        e = json.loads(ln)
+        prompt = "".join(m["content"] for m in e.get("messages", []) if m["role"] == "user")
+        if _EXAMPLE not in prompt or not e.get("reply"):
+            continue
+        try:
+            ex = json.loads(prompt.split(_EXAMPLE, 1)[1].splitlines()[0].strip())["edits"][0]["payload"]["trace"]
+            got = json.loads(e["reply"]["text"] or json.dumps(e["reply"]["tool_args"]))
+        except (ValueError, KeyError, IndexError, TypeError):
+            continue
+        n += sum(1 for it in got.get("edits", []) if isinstance(it, dict)
+                 and (it.get("payload") or {}).get("trace") == ex)
+    return n
+
+
 def _level_of(kind: str) -> str:
     return {"pass": "L0", "relax_text": "L0", "trace": "L1", "tir_text": "L1"}.get(kind, "L2")
 
@@ -146,6 +168,7 @@ def collect_task(tid: str, out: Path, agg: Agg) -> dict[str, Any]:
             continue
         if arm in ("llm", "oneshot"):
             agg.add_reports(arm, reports(rd))
+            agg.kind[(arm, "L1", "trace")]["example"] += example_copies(rd)
         if arm == "oneshot":
             o = json.loads((rd / "oneshot.json").read_text()) if (rd / "oneshot.json").is_file() else {}
             row["oneshot"] = {k: o.get(k) for k in ("compile_at_1", "correct_at_1", "fast_at_1", "speedup")}
@@ -231,11 +254,14 @@ def markdown(args, rows: list[dict[str, Any]], agg: Agg, probe: list[dict[str, A
         lines.append(f"| {arm} | {agent} | {int(a['calls'])} | {a['seconds'] / n:.1f} | {a['in'] / n:.0f} "
                      f"| {a['out'] / n:.0f} | {int(a['parsed'])}/{int(a['calls'])} |")
     lines += ["", "## Per level and edit kind (all tasks)", "",
-              "| arm | level | kind | edits proposed | legal | evaluated | correct | best speedup |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| arm | level | kind | edits proposed | legal | evaluated | correct | best speedup | = prompt's example |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for (arm, lv, kind), k in sorted(agg.kind.items()):
+        if not k["proposed"] and not k["evaluated"]:
+            continue
+        ex = int(k["example"]) if arm != "rules" and kind == "trace" else "-"
         lines.append(f"| {arm} | {lv} | {kind} | {int(k['proposed'])} | {int(k['legal'])} | {int(k['evaluated'])} "
-                     f"| {int(k['correct'])} | {fmt(k.get('best'))} |")
+                     f"| {int(k['correct'])} | {fmt(k.get('best'))} | {ex} |")
     errs = [(r["task"], a, r[f"{a}_error"]) for r in rows for a in ARMS if r.get(f"{a}_error")]
     if errs:
         lines += ["", "Arms that ended with an error: " + "; ".join(f"{t} {a}: {e}" for t, a, e in errs)]
