@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow lint bench clean opencl
+.PHONY: setup demo test test-slow lint bench clean opencl llm-local
 
 setup: $(STAMP)
 
@@ -37,6 +37,10 @@ test-slow: setup
 # the evaluator's cost per evaluation on the llvm subset (prints a table; see experiments/README.md)
 bench: setup
 	$(BIN)/python -m experiments.bench_evaluator
+
+# a local small model for --policy llm: llama-cpp-python's server + the GGUF, cached (leka/llm/README.md)
+llm-local: setup
+	$(BIN)/python -m leka.llm.local setup
 
 lint: setup
 	$(BIN)/ruff check .

@@ -23,6 +23,15 @@ from leka.core.types import LEVELS, BudgetExhausted, Edit
 from leka.llm.base import Completion, Message, Provider, ProviderError, Usage
 from leka.llm.parsing import ParseError, parse_edits, parse_route, reply_data
 from leka.llm.prompting import EDIT_TOOL_NAME, ROUTE_TOOL_NAME, TEMPLATES, edit_tool, render, route_tool
+from leka.llm.small import (
+    example_trace,
+    fit_views,
+    messages_tokens,
+    small_edit_tool,
+    tir_block_table,
+    tir_blocks,
+    trace_name_errors,
+)
 
 log = logging.getLogger("leka.agents")
 
@@ -48,13 +57,34 @@ class AgentReport(BaseModel):
     errors: list[list[str]] = Field(default_factory=list)  # per reply, what was wrong with it
     failure: str | None = None  # why nothing (or not everything) came back
     usage: Usage = Field(default_factory=Usage)
+    cut: bool = False  # the views were cut to fit the model's context
+    # per reply: {"parsed": a JSON value with >= 1 well-formed edit (or a valid route), "edits":
+    # [[kind, legal], ...], "latency_s", "input_tokens", "output_tokens"} (experiments count these)
+    replies: list[dict[str, Any]] = Field(default_factory=list)
 
 
-def _echo(comp: Completion) -> str:
+def _echo(comp: Completion, limit: int = 20_000) -> str:
     """The model's reply as it goes back into the conversation before a repair message."""
     if comp.tool_args is not None:
-        return json.dumps(comp.tool_args)[:20_000]
-    return comp.text[:20_000] or "(empty reply)"
+        return json.dumps(comp.tool_args)[:limit]
+    return comp.text[:limit] or "(empty reply)"
+
+
+# Bounded prompts (context_tokens set) keep room for one repair turn: the echoed reply, cut to
+# ECHO_CHARS, and the repair message.
+ECHO_CHARS = 1500
+REPAIR_RESERVE = 900
+NO_SOURCE = "(not shown: the context is too small for a source override here; use compile options)"
+
+
+class CallInfo(BaseModel):
+    """What one call's prompt was built from, for the schema, the parser and the checks."""
+
+    target: str | None = None  # the kernel whose TIR the prompt shows
+    blocks: list[str] = Field(default_factory=list)
+    cut: bool = False  # views were cut to fit the context
+    source: bool = True  # an L2 source override was offered
+    stat: dict[str, Any] = Field(default_factory=dict)  # what accept() made of the latest reply
 
 
 class _RepairLoop:
@@ -81,27 +111,119 @@ class _RepairLoop:
             "proposes": self.level != "router",
         }
 
+    context_tokens: int | None = None
+    prompt_tokens: int | None = None
+    small_schema: bool = False
+    on_report: Callable[[AgentReport], None] | None = None
+
+    def _small_vars(self, v: dict[str, Any], context: AgentContext, info: CallInfo) -> None:
+        """Block table, an example trace legal for this kernel, and the kernel name (small schemas)."""
+        views = v["views"]
+        blocks = tir_blocks(views.get("tir", "")) if views.get("tir") else []
+        info.blocks = sorted({b["name"] for b in blocks})
+        info.target = views.get("kernel") or None
+        if self.level == "oneshot" and views.get("kernels"):
+            # the view holds every PrimFunc's TIR in the listed order: show the first one's blocks
+            first = views.get("tir", "").split("@T.prim_func")[1:2]
+            blocks = tir_blocks(first[0]) if first else []
+            info.target = views["kernels"].split()[0]
+        example = example_trace(blocks)
+        # few edits per reply: a CPU generates a few tokens per second
+        v["max_edits"] = 3 if self.level == "oneshot" else min(2, v["variants"])
+        v.update(small=True, blocks_table=tir_block_table(blocks), kernel=info.target or "", source_ok=False,
+                 example=json.dumps({"edits": [{"level": "L1", "kind": "trace", "target": info.target or "KERNEL",
+                                                "rationale": "inline the producers, parallel outer loop",
+                                                "payload": {"trace": example}}]}) if example else "")
+
+    def _prompt(self, v: dict[str, Any], template: str, tool: dict[str, Any],
+                info: CallInfo) -> tuple[list[Message], dict[str, Any], int]:
+        """(first messages, tool, reply room). With `context_tokens`, views are cut so the prompt,
+        one repair turn and the reply fit (and the prompt within `prompt_tokens`, when set); an L2
+        source override is offered only if its views fit."""
+        def texts(views: dict[str, str]) -> list[str]:
+            w = {**v, "views": views, "task_contract": views.get("task_contract", ""), "source_ok": info.source}
+            return [render("system.j2", **w), render(template, **w)]
+
+        views, max_tokens = v["views"], self.max_tokens
+        if self.context_tokens is None and self.prompt_tokens is None:
+            out = texts(views)
+        else:
+            ctx = self.context_tokens or 1 << 30
+            max_tokens = min(self.max_tokens, ctx // 4)
+            budget = min(ctx - max_tokens - REPAIR_RESERVE, self.prompt_tokens or 1 << 30)
+            full_source = len(views.get("source", ""))
+            views, out, info.cut = fit_views(texts, views, budget)
+            if self.small_schema and self.level == "L2" and full_source and len(views["source"]) < full_source // 2:
+                info.source = False
+                views, out, info.cut = fit_views(texts, {**views, "source": NO_SOURCE, "tir": ""}, budget)
+            room = ctx - messages_tokens(out) - REPAIR_RESERVE
+            max_tokens = max(128, min(max_tokens, room))
+        if self.small_schema and tool["name"] == EDIT_TOOL_NAME:
+            one = self.level == "oneshot"  # any PrimFunc of the module; several edits build on each other
+            kernels = v["views"].get("kernels", "").split() if one else [info.target] if info.target else []
+            tool = small_edit_tool(self.level, kernels=kernels, blocks=info.blocks, backend=v["backend"],
+                                   source=info.source and self.level == "L2",
+                                   max_edits=v["max_edits"])
+        return [Message(role="system", content=out[0]), Message(role="user", content=out[1])], tool, max_tokens
+
+    def _repair_turn(self, messages: list[Message], base: int, comp: Completion, errors: list[str],
+                     attempt: int, tool: dict[str, Any], seen: list[str]) -> list[Message]:
+        bounded = self.context_tokens is not None or self.prompt_tokens is not None
+        echo = _echo(comp, ECHO_CHARS if bounded else 20_000)
+        if echo in seen:
+            errors = [*errors, "this reply is identical to an earlier rejected one: change what the errors name"]
+        seen.append(echo)
+        turn = [Message(role="assistant", content=echo),
+                Message(role="user", content=render("repair.j2", errors=errors, attempt=attempt + 1,
+                                                    max_repairs=self.max_repairs, tool_name=tool["name"],
+                                                    kind="edits" if tool["name"] == EDIT_TOOL_NAME else "route"))]
+        # a bounded context keeps only the latest failed reply, so every repair fits like the first
+        return (messages[:base] if bounded else messages) + turn
+
+    def _temperature(self, attempt: int) -> float:
+        """Each repair samples hotter: the same prompt at the same low temperature gave a small model's
+        identical rejected reply back."""
+        return min(1.0, self.temperature + 0.35 * attempt) if attempt else self.temperature
+
     def _run(self, candidate: Any, context: AgentContext, *, template: str, tool: dict[str, Any],
-             extra_vars: dict[str, Any], accept: Callable[[Completion], tuple[Any, list[str]]]) -> Any:
-        """Returns accept()'s value for the first reply it calls good, or None; fills last_report."""
+             extra_vars: dict[str, Any], accept: Callable[[Completion, CallInfo], tuple[Any, list[str]]]) -> Any:
+        """Returns accept()'s value for the first reply it calls good, or None; fills last_report
+        (and hands it to `on_report`, when set, whatever the outcome)."""
         report = AgentReport(agent=self.level, provider=self.provider.name)
         self.last_report, self.last_error = report, None
         try:
+            return self._run_inner(candidate, context, report, template=template, tool=tool,
+                                   extra_vars=extra_vars, accept=accept)
+        finally:
+            if self.on_report is not None:
+                try:
+                    self.on_report(report)
+                except Exception:  # noqa: BLE001 - a report that cannot be written must not stop the run
+                    log.exception("%s agent: on_report failed", self.level)
+
+    def _run_inner(self, candidate: Any, context: AgentContext, report: AgentReport, *, template: str,
+                   tool: dict[str, Any], extra_vars: dict[str, Any],
+                   accept: Callable[[Completion, CallInfo], tuple[Any, list[str]]]) -> Any:
+        info = CallInfo()
+        try:
             v = {**self._vars(candidate, context, tool["name"]), **extra_vars}
-            messages = [Message(role="system", content=render("system.j2", **v)),
-                        Message(role="user", content=render(template, **v))]
+            if self.small_schema and tool["name"] == EDIT_TOOL_NAME:
+                self._small_vars(v, context, info)
+            messages, tool, max_tokens = self._prompt(v, template, tool, info)
         except Exception as e:  # noqa: BLE001 - a bad view or template is this node's failure, not the run's
             log.exception("%s agent: prompt could not be built", self.level)
             report.failure = self.last_error = f"prompt: {type(e).__name__}: {e}"
             return None
+        report.cut = info.cut
         ledger = getattr(self.provider, "ledger", None)
+        base, seen = len(messages), []
         for attempt in range(self.max_repairs + 1):
             try:
                 if ledger is not None:
                     with ledger.tagged(self.level):
-                        comp = self._complete(messages, tool)
+                        comp = self._complete(messages, tool, max_tokens, self._temperature(attempt))
                 else:
-                    comp = self._complete(messages, tool)
+                    comp = self._complete(messages, tool, max_tokens, self._temperature(attempt))
             except BudgetExhausted:
                 report.failure = self.last_error = "budget exhausted"
                 raise
@@ -114,28 +236,28 @@ class _RepairLoop:
                 return None
             report.calls += 1
             report.usage = report.usage + comp.usage
-            value, errors = accept(comp)
+            info.stat = {"parsed": False, "edits": []}
+            value, errors = accept(comp, info)
             report.errors.append(errors)
+            report.replies.append({**info.stat, "latency_s": round(comp.latency_s, 3),
+                                   "input_tokens": comp.usage.input_tokens, "output_tokens": comp.usage.output_tokens})
             if value is not None:
                 report.failure = self.last_error = ("dropped: " + "; ".join(errors)) if errors else None
+                report.accepted = len(value) if isinstance(value, list) else 1
                 return value
             if attempt == self.max_repairs:
                 break
             report.repairs += 1
-            messages = messages + [
-                Message(role="assistant", content=_echo(comp)),
-                Message(role="user", content=render("repair.j2", errors=errors, attempt=attempt + 1,
-                                                    max_repairs=self.max_repairs, tool_name=tool["name"],
-                                                    kind="edits" if tool["name"] == EDIT_TOOL_NAME else "route")),
-            ]
+            messages = self._repair_turn(messages, base, comp, errors, attempt, tool, seen)
         last = report.errors[-1] if report.errors else []
         report.failure = self.last_error = (
             f"no usable reply after {report.repairs} repair(s): " + "; ".join(last))[:2000]
         return None
 
-    def _complete(self, messages: list[Message], tool: dict[str, Any]) -> Completion:
-        return self.provider.complete(messages, tool=tool, max_tokens=self.max_tokens,
-                                      temperature=self.temperature, deadline=self.deadline())
+    def _complete(self, messages: list[Message], tool: dict[str, Any], max_tokens: int,
+                  temperature: float) -> Completion:
+        return self.provider.complete(messages, tool=tool, max_tokens=max_tokens, temperature=temperature,
+                                      deadline=self.deadline())
 
 
 class LLMAgent(_RepairLoop):
@@ -149,7 +271,8 @@ class LLMAgent(_RepairLoop):
     def __init__(self, level: str, provider: Provider, *, views: ViewsFn, check: Callable[[Edit], str | None],
                  max_repairs: int = 2, template: str | None = None,
                  deadline: Callable[[], float | None] = lambda: None, max_tokens: int = 4096,
-                 temperature: float = 0.2):
+                 temperature: float = 0.2, context_tokens: int | None = None, prompt_tokens: int | None = None,
+                 small_schema: bool = False, on_report: Callable[[AgentReport], None] | None = None):
         if level not in (*LEVELS, "oneshot"):
             raise ValueError(f"LLMAgent level must be L0, L1, L2 or oneshot, got {level!r}")
         self.level, self.provider, self.views, self.check = level, provider, views, check
@@ -157,24 +280,29 @@ class LLMAgent(_RepairLoop):
         self.template = template or TEMPLATES[level]
         self.max_tokens, self.temperature = max_tokens, temperature
         self.tool = edit_tool(level)
+        self.context_tokens, self.prompt_tokens, self.small_schema = context_tokens, prompt_tokens, small_schema
+        self.on_report = on_report
         self.last_error: str | None = None
         self.last_report: AgentReport | None = None
 
     def __repr__(self) -> str:
         return f"LLMAgent(level={self.level!r}, provider={self.provider.name!r})"
 
-    def _accept(self, comp: Completion) -> tuple[list[Edit] | None, list[str]]:
+    def _accept(self, comp: Completion, info: CallInfo) -> tuple[list[Edit] | None, list[str]]:
         try:
-            edits, errors = parse_edits(reply_data(comp), self.level)
+            edits, errors = parse_edits(reply_data(comp), self.level, default_target=info.target)
         except ParseError as e:
             return None, [str(e)]
+        info.stat["parsed"] = bool(edits)
         legal: list[Edit] = []
         for n, e in enumerate(edits):
             label = f"{e.kind} edit {n + 1}" + (f" on {e.target}" if e.target else "")
             try:
-                msg = self.check(e)
+                msg = trace_name_errors(e.payload.get("trace"), info.blocks) if e.kind == "trace" else None
+                msg = msg or self.check(e)
             except Exception as ex:  # noqa: BLE001 - a check that crashes rejects the edit, with the reason
                 msg = f"checking it raised {type(ex).__name__}: {ex}"
+            info.stat["edits"].append([e.kind, msg is None])
             if msg is None:
                 legal.append(e)
             else:
@@ -184,8 +312,6 @@ class LLMAgent(_RepairLoop):
     def propose(self, candidate: Any, context: AgentContext) -> list[Edit]:
         edits = self._run(candidate, context, template=self.template, tool=self.tool, extra_vars={},
                           accept=self._accept)
-        if self.last_report is not None and edits:
-            self.last_report.accepted = len(edits)
         return edits or []
 
 
@@ -198,7 +324,8 @@ class LLMRouter(_RepairLoop):
     def __init__(self, provider: Provider, *, views: ViewsFn = lambda c, ctx: {},
                  levels: list[str] | tuple[str, ...] = LEVELS, max_repairs: int = 2, template: str | None = None,
                  deadline: Callable[[], float | None] = lambda: None, fallback: str | None = None,
-                 max_tokens: int = 1024, temperature: float = 0.2):
+                 max_tokens: int = 1024, temperature: float = 0.2, context_tokens: int | None = None,
+                 prompt_tokens: int | None = None, on_report: Callable[[AgentReport], None] | None = None):
         self.level = "router"
         self.provider, self.views, self.levels = provider, views, list(levels)
         if not self.levels or any(lv not in LEVELS for lv in self.levels):
@@ -208,15 +335,19 @@ class LLMRouter(_RepairLoop):
         self.template = template or TEMPLATES["router"]
         self.max_tokens, self.temperature = max_tokens, temperature
         self.tool = route_tool(self.levels)
+        self.context_tokens, self.prompt_tokens = context_tokens, prompt_tokens
+        self.on_report = on_report
         self.last_error: str | None = None
         self.last_report: AgentReport | None = None
 
     def __repr__(self) -> str:
         return f"LLMRouter(levels={self.levels}, provider={self.provider.name!r})"
 
-    def _accept(self, comp: Completion) -> tuple[tuple[str, str] | None, list[str]]:
+    def _accept(self, comp: Completion, info: CallInfo) -> tuple[tuple[str, str] | None, list[str]]:
         try:
-            return parse_route(reply_data(comp), self.levels), []
+            got = parse_route(reply_data(comp), self.levels)
+            info.stat["parsed"] = True
+            return got, []
         except ParseError as e:
             return None, [str(e)]
 

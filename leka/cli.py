@@ -27,6 +27,8 @@ def _mount() -> None:
     app.add_typer(tree_app, name="tree", help="Candidate tree: show nodes, best-k, lineage; export HTML/JSON.")
     from leka.exp.cli import app as exp_app
     app.add_typer(exp_app, name="exp", help="Experiments: a grid of (task, arm, seed) runs on Ray, resumable; report.")
+    from leka.llm.cli import app as llm_app
+    app.add_typer(llm_app, name="llm", help="The local small model: `leka llm serve` (after `make llm-local`).")
 
 
 @app.command("run")

@@ -54,6 +54,7 @@ def _views(cand, root, task) -> dict[str, str]:
     out = {"reference": task.path.read_text(), "relax": V.relax_view(cand)}
     try:
         names = [r["name"] for r in V.kernel_table(cand, root_params=root.params)]
+        out["kernels"] = " ".join(names)
         parts, used = [], 0
         for name in names:
             text = V.tir_view(cand, name, root_params=root.params, scheduled=False, max_chars=MAX_FUNC_CHARS)
@@ -113,7 +114,10 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
         return got.error
 
     agent = LLMAgent("oneshot", provider, views=lambda c, x: views, check=check, max_repairs=0,
-                     max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature)
+                     max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
+                     context_tokens=cfg.llm.context_tokens, prompt_tokens=cfg.llm.prompt_tokens,
+                     small_schema=cfg.llm.small_schema,
+                     on_report=lambda r: (run_dir / "llm_reports.jsonl").write_text(r.model_dump_json() + "\n"))
     target = A.make_target(cfg.backend)
     actx = AgentContext(task_id=task.id, backend=cfg.backend, level="oneshot", seed=cfg.run.seed,
                         vector_lanes=A.vector_lanes_fp32(target),

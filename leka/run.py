@@ -92,10 +92,22 @@ def make_agents(cfg: LekaConfig, focus: Focus, root, task, run_dir: Path):
     def deadline():
         return focus.deadline
 
+    reports = run_dir / "llm_reports.jsonl"  # one line per agent call: replies parsed, edits legal
+
+    def on_report(rep) -> None:
+        with reports.open("a") as f:
+            f.write(rep.model_dump_json() + "\n")
+
     agents = {lv: LLMAgent(lv, provider, views=views, check=check, max_repairs=cfg.llm.max_repairs,
-                           deadline=deadline, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature)
+                           deadline=deadline, max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
+                           context_tokens=cfg.llm.context_tokens, prompt_tokens=cfg.llm.prompt_tokens,
+                           small_schema=cfg.llm.small_schema,
+                           on_report=on_report)
               for lv in LEVELS}
-    return agents, make_router(cfg, provider, views, deadline), ledger
+    router = make_router(cfg, provider, views, deadline)
+    if hasattr(router, "on_report"):
+        router.on_report = on_report
+    return agents, router, ledger
 
 
 def llm_views(root, task):
@@ -110,6 +122,7 @@ def llm_views(root, task):
             if hot:
                 out["tir"] = V.tir_view(cand, hot, root_params=root.params, scheduled=False)
                 out["tir_note"] = f"(hottest kernel: {hot})"
+                out["kernel"] = hot
                 if actx.level == "L2":
                     out["source"] = V.source_view(cand, hot, root_params=root.params)
         except Exception as e:  # noqa: BLE001 - a view that cannot be made is said, not fatal

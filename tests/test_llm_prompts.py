@@ -106,7 +106,7 @@ def test_extract_json(text, expected):
 
 
 @pytest.mark.parametrize("text,msg", [("", "empty"), ("no json here", "no JSON object"),
-                                      ('```json\n{"a": oops}\n```', "not valid JSON")])
+                                      ('```json\n{"a": [1 2]}\n```', "not valid JSON")])
 def test_extract_json_errors(text, msg):
     with pytest.raises(ParseError, match=msg):
         extract_json(text)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from leka.backends import get_backend
 from leka.core.types import UserError
@@ -71,6 +71,28 @@ class LLMConfig(_Section):
     timeout_s: float = 120.0
     max_retries: int = 4
     max_repairs: int = 2
+    # Small local models (leka/llm/README.md). A spec may carry these after `?`:
+    # `compat:URL|MODEL?json_schema=true&context_tokens=8192` (what `leka llm serve` prints).
+    json_schema: bool = False  # compat: send the tool's schema as response_format (grammar-constrained JSON)
+    context_tokens: int | None = None  # the model's context: prompts are cut to fit it, with the reply
+    prompt_tokens: int | None = None  # a tighter cap on the prompt, for models that read slowly (CPU)
+    small_schema: bool = False  # per-level edit schemas with enums of real names, instead of the full one
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spec_options(cls, data: Any) -> Any:
+        """Options after `?` in the model spec become fields (an explicit `--set` still wins)."""
+        if not isinstance(data, dict) or "?" not in str(data.get("model") or ""):
+            return data
+        spec, _, query = str(data["model"]).partition("?")
+        out = dict(data, model=spec)
+        for part in filter(None, query.split("&")):
+            key, eq, val = part.partition("=")
+            if not eq or key in ("model",) or key not in cls.model_fields:
+                raise ValueError(f"model spec option {part!r}: expected key=value with a key of the llm "
+                                 f"section ({', '.join(k for k in cls.model_fields if k != 'model')})")
+            out.setdefault(key, yaml.safe_load(val))
+        return out
 
 
 class DeviceConfig(_Section):

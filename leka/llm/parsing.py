@@ -39,7 +39,17 @@ def extract_json(text: str) -> Any:
         try:
             return json.loads(m.group(1))
         except json.JSONDecodeError as e:
+            if (v := _first_value(_lenient(m.group(1)))) is not None:
+                return v
             raise ParseError(f"the ```json block is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    for text in (s, _lenient(s)):
+        if (v := _first_value(text)) is not None:
+            return v
+    raise ParseError("no JSON object found in the reply; call the tool, or reply with its arguments as "
+                     "one JSON object")
+
+
+def _first_value(s: str) -> Any:
     dec = json.JSONDecoder()
     for i, ch in enumerate(s):
         if ch in "{[":
@@ -49,8 +59,25 @@ def extract_json(text: str) -> Any:
                 continue
             if isinstance(v, (dict, list)) and v:
                 return v
-    raise ParseError("no JSON object found in the reply; call the tool, or reply with its arguments as "
-                     "one JSON object")
+    return None
+
+
+# Small models write almost-JSON: bare words where strings belong (pass names pasted from a list),
+# Python's True/False/None, trailing commas. Quoting a bare word is safe: JSON has no bare words.
+_BARE = re.compile(r'(?<=[:\[,])(\s*)([A-Za-z_][A-Za-z0-9_.\-]*)(?=\s*[,}\]])')
+_PY_CONST = {"True": "true", "False": "false", "None": "null"}
+
+
+def _lenient(s: str) -> str:
+    s = re.sub(r",(\s*[}\]])", r"\1", s)
+
+    def quote(m: re.Match) -> str:
+        word = m.group(2)
+        if word in ("true", "false", "null"):
+            return m.group(0)
+        return m.group(1) + (_PY_CONST.get(word) or json.dumps(word))
+
+    return _BARE.sub(quote, s)
 
 
 def reply_data(comp: Completion) -> Any:
@@ -85,12 +112,69 @@ def _payload_error(level: str, kind: str, payload: dict[str, Any]) -> str | None
     return None
 
 
-def parse_edits(data: Any, level: str) -> tuple[list[Edit], list[str]]:
-    """(well-formed edits, one error per rejected item). `level` is the agent's level ("oneshot": any)."""
+def _level(v: Any) -> Any:
+    """1, "1", "l1", "L1 " -> "L1" (small models write the level as a number)."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int) and 0 <= v <= 2:
+        return f"L{v}"
+    if isinstance(v, str):
+        t = v.strip().upper()
+        return f"L{t}" if t in ("0", "1", "2") else t
+    return v
+
+
+_PAYLOAD_KEYS = ("name", "trace", "text", "language", "entry", "options")
+
+
+def _pass_name(v: Any) -> Any:
+    if not isinstance(v, str):
+        return v
+    t = v.strip().strip("'\"`").removesuffix("()").strip().lower().replace("-", "_").replace(" ", "_")
+    return t if t in L0_PASSES else v
+
+
+def _normalise(it: dict[str, Any], level: str, default_target: str | None) -> dict[str, Any]:
+    """Mend the shapes small models were seen writing; anything still wrong is reported later."""
+    it = dict(it)
+    if "level" in it:
+        it["level"] = _level(it["level"])
+    elif level != "oneshot":
+        it["level"] = level
+    payload = it.get("payload")
+    if isinstance(payload, list) and (it.get("kind") == "trace" or it.get("level") == "L1"):
+        payload = {"trace": payload}  # the trace given as the payload itself
+    if payload is None and any(k in it for k in _PAYLOAD_KEYS):
+        payload = {k: it.pop(k) for k in _PAYLOAD_KEYS if k in it}  # payload fields at the top
+    if isinstance(payload, dict):
+        payload = dict(payload)
+        if "kind" not in it:
+            kind = next((k for f, k in (("trace", "trace"), ("name", "pass"), ("options", "compile_options"),
+                                        ("language", "source")) if f in payload), None)
+            if kind is not None:
+                it["kind"] = kind
+        if it.get("kind") == "pass" and "name" in payload:
+            payload["name"] = _pass_name(payload["name"])
+        it["payload"] = payload
+    lv, kind = it.get("level"), it.get("kind")
+    if (default_target and not it.get("target") and lv in EDIT_KINDS and kind in EDIT_KINDS[lv]
+            and EDIT_KINDS[lv][kind][0] is not None):
+        it["target"] = default_target
+    return it
+
+
+def parse_edits(data: Any, level: str, *, default_target: str | None = None) -> tuple[list[Edit], list[str]]:
+    """(well-formed edits, one error per rejected item). `level` is the agent's level ("oneshot": any).
+    `default_target` names the kernel an edit without a target is for (the one the prompt showed)."""
     if isinstance(data, dict) and "edits" in data:
         items = data["edits"]
-    elif isinstance(data, dict) and "kind" in data:
+    elif isinstance(data, dict) and ("kind" in data or "payload" in data):
         items = [data]
+    elif isinstance(data, dict) and isinstance(data.get("trace"), list) and level in ("L1", "oneshot"):
+        items = [{"level": "L1", "kind": "trace", **data}]
+    elif (isinstance(data, list) and data and level in ("L1", "oneshot")
+          and all(isinstance(x, dict) and "prim" in x for x in data)):
+        items = [{"level": "L1", "kind": "trace", "payload": {"trace": data}}]  # a bare trace
     else:
         items = data
     if not isinstance(items, list):
@@ -106,9 +190,7 @@ def parse_edits(data: Any, level: str) -> tuple[list[Edit], list[str]]:
         if not isinstance(it, dict):
             errors.append(f"{where}: expected an object, got {type(it).__name__}")
             continue
-        it = dict(it)
-        if "level" not in it and level != "oneshot":
-            it["level"] = level
+        it = _normalise(it, level, default_target)
         lv = it.get("level")
         if lv not in allowed:
             errors.append(f"{where}: level must be one of {allowed}, got {lv!r}")
@@ -145,9 +227,7 @@ def parse_route(data: Any, levels: list[str]) -> tuple[str, str]:
     """(level, reason) from {"level": ..., "reason": ...}; raises ParseError with a fixable message."""
     if not isinstance(data, dict):
         raise ParseError('expected an object {"level": ..., "reason": ...}')
-    lv = data.get("level")
-    if isinstance(lv, str):
-        lv = lv.strip().upper()
+    lv = _level(data.get("level"))
     if lv not in levels:
         raise ParseError(f"level must be one of {levels}, got {data.get('level')!r}")
     reason = data.get("reason")

@@ -205,6 +205,7 @@ class OpenAIProvider(HTTPProvider):
             base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.compat = compat
         self.tools_supported = True  # a compat server that rejects `tools` gets JSON-in-text instead
+        self.schema_supported = True  # likewise for `response_format` with a schema (cfg.json_schema)
         self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=cfg.timeout_s)
 
     def _request(self, messages: list[Message], tool: dict | None, max_tokens: int,
@@ -216,7 +217,11 @@ class OpenAIProvider(HTTPProvider):
             req["max_completion_tokens"] = max_tokens  # `max_tokens` is rejected by reasoning models
         if self.compat or not self.model.startswith(_NO_TEMPERATURE):
             req["temperature"] = temperature
-        if tool is not None and self.tools_supported:
+        if tool is not None and self.compat and self.schema_supported and self.cfg.json_schema:
+            # llama.cpp servers turn this schema into a grammar: the reply is the tool's arguments as
+            # JSON that fits the schema by construction (no tool list in the prompt either).
+            req["response_format"] = {"type": "json_object", "schema": tool["parameters"]}
+        elif tool is not None and self.tools_supported:
             req["tools"] = [{"type": "function", "function": {
                 "name": tool["name"], "description": tool.get("description", ""), "parameters": tool["parameters"]}}]
             req["tool_choice"] = {"type": "function", "function": {"name": tool["name"]}}
@@ -228,11 +233,16 @@ class OpenAIProvider(HTTPProvider):
         try:
             r = self._client.chat.completions.create(**req, timeout=timeout)
         except openai.BadRequestError:
-            if not (self.compat and "tools" in req):
+            if not (self.compat and ("tools" in req or "response_format" in req)):
                 raise
-            # Servers without tool support answer 400; the prompt carries the schema, so ask for JSON text.
-            log.warning("%s: server rejected tools; falling back to JSON in text", self.name)
-            self.tools_supported = False
+            # Servers without tool (or schema) support answer 400; the prompt carries the schema, so
+            # ask for JSON text.
+            what = "tools" if "tools" in req else "response_format"
+            log.warning("%s: server rejected %s; falling back to JSON in text", self.name, what)
+            if what == "tools":
+                self.tools_supported = False
+            else:
+                self.schema_supported = False
             req = self._request(messages, tool, max_tokens, temperature)
             r = self._client.chat.completions.create(**req, timeout=timeout)
         if isinstance(r, str) or not getattr(r, "choices", None):

@@ -53,5 +53,6 @@ def make_router(cfg: LekaConfig, provider=None, views=None,
     if cfg.run.policy == "llm" and cfg.run.routing == "profile" and provider is not None:
         return LLMRouting(LLMRouter(provider, views=views or (lambda c, x: {}),
                                     levels=[lv for lv in LEVELS if lv in cfg.run.layers],
-                                    max_repairs=cfg.llm.max_repairs, deadline=deadline or (lambda: None)))
+                                    max_repairs=cfg.llm.max_repairs, deadline=deadline or (lambda: None),
+                                    context_tokens=cfg.llm.context_tokens, prompt_tokens=cfg.llm.prompt_tokens))
     return RuleRouter(HardwareSensingAgent(cfg.run.routing, cfg.run.layers, cfg.run.seed))
