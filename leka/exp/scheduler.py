@@ -55,6 +55,8 @@ def init_ray(address: str | None, workers: int, cpus_per_job: float = 1.0) -> No
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home
     if not address:  # Ray's own switch for a loopback-only node (else it binds the host's outward IP)
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    # Ray runs workers at nice 15; a job measures, and at nice 15 anything else on the machine takes its core
+    os.environ.setdefault("RAY_worker_niceness", "0")
     os.environ.setdefault("RAY_DISABLE_IMPORT_WARNING", "1")
     if ray.is_initialized():
         return
