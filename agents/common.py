@@ -301,5 +301,5 @@ def lowered_funcs(candidate, target, root_params=None) -> dict[str, Any]:
     the hash of the unscheduled PrimFunc, so that is what a rule must schedule."""
     from leka import ir
 
-    mod = A.lower(ir.relax_module(candidate, root_params), target)
-    return A.prim_funcs(mod)
+    # on GPUs DLight must not run first: L1 keys are the hashes of the unscheduled PrimFuncs
+    return A.prim_funcs(ir.lower_layers(candidate, target, root_params).unscheduled)

@@ -370,8 +370,12 @@ class RuleL2Agent:
         self.root_params = root_params
 
     def propose(self, candidate, context: AgentContext) -> list[Edit]:
+        if self.backend == "cuda":
+            from agents.l2_cuda import RuleCudaL2Agent
+
+            return RuleCudaL2Agent(self.max_kernels, self.root_params).propose(candidate, context)
         if self.backend != "llvm":
-            return []  # CUDA C overrides are left to the LLM agent
+            return []  # OpenCL C overrides are left to the LLM agent
         target = A.make_target("llvm", num_cores=context.num_cores or None)
         lanes = context.vector_lanes or A.vector_lanes_fp32(target)
         funcs = lowered_funcs(candidate, target, self.root_params)

@@ -18,7 +18,7 @@ from benchmark.task import Task
 from leka import ir
 from leka import tvm_adapter as A
 
-BASELINES = ("untuned", "tuned", "torch", "ort")
+BASELINES = ("untuned", "tuned", "torch", "torch_compile", "ort")  # torch_compile: cuda only
 
 
 def ms_dir(task: Task, backend: str, trials: int, cache_dir: str | None = None) -> Path:

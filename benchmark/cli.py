@@ -48,9 +48,9 @@ def _check_backend(backend: str) -> None:
 
     if backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    if backend != "llvm":
-        raise UserError(f"backend {backend!r} cannot run on this machine: it has no GPU / OpenCL runtime "
-                        f"(CUDA runs on a GPU machine, OpenCL through TVM RPC; see leka/README.md)")
+    from leka.gpu import require_backend
+
+    require_backend(backend)
 
 
 def result_table(res) -> Table:
@@ -82,7 +82,7 @@ def eval_cmd(
     task: str = typer.Argument(..., help="a task id, or the path of any KernelBench-format file"),
     candidate: Path = typer.Option(None, "--candidate", help="TVMScript IRModule in lifted-params form"),
     backend: str = typer.Option("llvm", "--backend"),
-    baseline: str = typer.Option("untuned", "--baseline", help="untuned | tuned | torch | ort"),
+    baseline: str = typer.Option("untuned", "--baseline", help="untuned | tuned | torch | torch_compile (cuda) | ort"),
     trials: int = typer.Option(64, "--trials", help="MetaSchedule trials for --baseline tuned"),
     json_out: Path = typer.Option(None, "--json", help="write the result as JSON here"),
     timeout: float = typer.Option(None, "--timeout", help="seconds before the evaluation is killed"),

@@ -193,8 +193,15 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
     res = EvalResult(task=job.get("task_id", "?"), backend=backend, baseline=job.get("baseline"),
                      seeds=list(cfg["seeds"]))
     profile = None
+    gpu = backend == "cuda"
+    if gpu:
+        from benchmark import gpu_timing
+
+        A.cuda_runtime_setup()
 
     def finish() -> None:
+        if gpu and res.error and res.error_kind in ("runtime", "crash") and gpu_timing.is_cuda_fault(res.error):
+            res.error_kind = "gpu_fault"  # type: ignore[assignment] # sticky: this child's context dies with it
         res.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         res.wall_s = time.perf_counter() - t_start
         payload = {"result": res.model_dump(mode="json"), "profile": profile}
@@ -236,6 +243,10 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
         res.build_s = time.perf_counter() - t0
         res.compiled = True
         res.planned_memory_bytes = A.planned_memory_bytes(built.lowered, target)
+        if gpu:  # builds overlap across evaluation children; checks and timing hold the GPU alone
+            gpu_lock = gpu_timing.gpu_lock()
+            gpu_lock.__enter__()  # released when this child exits, whatever ends it
+            dmem = gpu_timing.DeviceMemory(dev)
         runner = A.VMRunner(built.executable, dev)
         if base_prep is not None:
             base_prep.wait()
@@ -286,6 +297,9 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
         out_bytes = _nbytes(outs_by_seed[0])
         res.peak_memory_bytes = int((res.planned_memory_bytes or 0) + _nbytes(root.params.values())
                                     + _nbytes(inputs_by_seed[0]) + out_bytes)
+        if gpu:
+            dmem.sample()
+            res.peak_device_bytes = dmem.bytes()
 
         dev_args = runner.to_device(inputs_by_seed[0])  # never time on zeros: seed-0 data
         if job.get("profile"):
@@ -301,11 +315,24 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
 
         # ---- timing against the baseline, interleaved in this one process
         if job.get("time") and job.get("baseline"):
-            base = baselines.make_timer(job["baseline"], task=task, root=root, backend=backend,
-                                        target=target, inputs=inputs_by_seed[0], model=model,
-                                        ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"),
-                                        runner=base_prep.result() if base_prep is not None else None)
-            tm = paired_timing(tvm_timer(runner, dev_args), base, cfg)
+            prepped = base_prep.result() if base_prep is not None else None
+            if gpu:
+                flusher = A.L2Flusher(dev)
+                base = gpu_timing.baseline_timer(job["baseline"], task=task, root=root, target=target,
+                                                 inputs=inputs_by_seed[0], model=model, ms_dir=job.get("ms_dir"),
+                                                 cache_dir=job.get("cache_dir"), runner=prepped, flusher=flusher)
+                cand_timer = gpu_timing.tvm_gpu_timer(runner, dev_args, flusher)
+            else:
+                base = baselines.make_timer(job["baseline"], task=task, root=root, backend=backend,
+                                            target=target, inputs=inputs_by_seed[0], model=model,
+                                            ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"),
+                                            runner=prepped)
+                cand_timer = tvm_timer(runner, dev_args)
+            tm = paired_timing(cand_timer, base, cfg)
+            if gpu:
+                dmem.sample()
+                res.peak_device_bytes = dmem.bytes()
+                res.extra["timer"] = "device (CUDA events), L2 flushed before each call"
             res.speedup = tm["speedup"]
             res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
             res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]

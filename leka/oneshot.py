@@ -89,9 +89,9 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
                                                        "llm.max_repairs=0"])
     if cfg.backend not in A.BACKENDS:
         raise UserError(f"unknown backend {cfg.backend!r}; use one of {', '.join(A.BACKENDS)}")
-    if cfg.backend != "llvm":
-        raise UserError(f"backend {cfg.backend!r} cannot run on this machine (no GPU / OpenCL runtime); "
-                        "CUDA runs on a GPU host, OpenCL through TVM RPC (leka/README.md)")
+    from leka.gpu import require_backend
+
+    require_backend(cfg.backend)
     task = resolve(task_ref)
     ledger = Ledger(max_calls=1)  # one call by definition
     provider = make_provider(cfg.llm.model, cfg.llm, ledger)  # a bad spec or a missing key fails here

@@ -318,9 +318,9 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
             raise UserError("give --task ID|PATH (or --resume RUN_DIR)")
         if cfg.backend not in A.BACKENDS:
             raise UserError(f"unknown backend {cfg.backend!r}; use one of {', '.join(A.BACKENDS)}")
-        if cfg.backend != "llvm":
-            raise UserError(f"backend {cfg.backend!r} cannot run on this machine (no GPU / OpenCL runtime); "
-                            "CUDA runs on a GPU host, OpenCL through TVM RPC (leka/README.md)")
+        from leka.gpu import require_backend
+
+        require_backend(cfg.backend)
         bad = [lv for lv in cfg.run.layers if lv not in LEVELS]
         if bad or not cfg.run.layers:
             raise UserError(f"--layers: unknown level(s) {bad}; use a comma list of L0, L1, L2")

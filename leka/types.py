@@ -28,6 +28,7 @@ ErrorKind = Literal[
     "oom",  # the child process went over its memory cap
     "crash",  # the child process died (segfault, abort) without a result
     "timing_invalid",  # correct, but the paired timings were too noisy to trust
+    "gpu_fault",  # a CUDA fault (illegal address, launch failure): the child and its context are discarded
 ]
 
 
@@ -58,6 +59,7 @@ class EvalResult(BaseModel):
     peak_memory_bytes: int | None = None
     planned_memory_bytes: int | None = None
     peak_rss_bytes: int | None = None
+    peak_device_bytes: int | None = None  # GPU memory in use by the candidate's run (device backends)
     # cost of the evaluation itself, by phase
     build_s: float | None = None
     check_s: float | None = None

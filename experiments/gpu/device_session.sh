@@ -1,0 +1,51 @@
+#!/bin/bash
+# One device session on the H200 (see experiments/gpu/README.md). Run from the copy of this tree on
+# the GPU machine, after TVM's two parts are unpacked (../shared/device/README.md):
+#   bash experiments/gpu/device_session.sh call2   smoke test, GPU tests, the 2-minute run, the 23 runs
+#   bash experiments/gpu/device_session.sh call3   the table (MetaSchedule, torch eager / compile)
+# Logs and results go to $OUT (what the device tool brings back); run folders to $WORK.
+set -uo pipefail
+what=${1:?call2 or call3}
+here=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$here"
+OUT=${OUT:-/tmp/leka-out}
+WORK=${WORK:-/tmp/leka-gpu}
+mkdir -p "$OUT" "$WORK"
+export PYTHONUNBUFFERED=1 LEKA_CACHE=$WORK/cache
+if [ ! -d /tmp/site/langgraph ]; then
+  wh=${WHEELS:-$here/../.gpuwhl}
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$wh"/*.whl || exit 3
+fi
+export PYTHONPATH=$here:/tmp/site:${PYTHONPATH:-}
+budget=${BUDGET:-30s}
+jobs=${JOBS:-6}
+if [ "$what" = call2 ]; then
+  {
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+    python3 -c "import leka.cli, langgraph, pydantic, tenacity, xgboost, tvm, torch; from leka.gpu import missing_for; print('imports ok; torch', torch.__version__, 'tvm', tvm.__version__, 'cuda missing:', missing_for('cuda'))"
+    timeout 120 python3 -m leka.cli bench eval l1_mish --backend cuda --set baseline.cache_dir=$WORK/cache
+  } > "$OUT/smoke.log" 2>&1
+  echo "smoke rc=$?"; tail -25 "$OUT/smoke.log"
+  (timeout 240 python3 -m pytest -m gpu tests/test_gpu.py -q -p no:cacheprovider -x > "$OUT/gpu_tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu_tests.log") &
+  tests=$!
+  (timeout 200 python3 -m leka.cli run --backend cuda --task l2_conv3x3_bn_relu --budget 2m --out $WORK/run2m \
+     --set baseline.cache_dir=$WORK/cache > "$OUT/leka_run_2m.log" 2>&1; echo "leka run rc=$?" >> "$OUT/leka_run_2m.log") &
+  r2m=$!
+  sleep 20
+  timeout ${RUNS_TIMEOUT:-420} python3 experiments/gpu/cuda_subset.py runs --out $WORK/subset --budget "$budget" --jobs "$jobs" \
+    --set baseline.cache_dir=$WORK/cache --set evaluator.timeout_s=150 > "$OUT/runs.log" 2>&1
+  echo "runs rc=$?"
+  wait $tests $r2m
+  tail -5 "$OUT/gpu_tests.log"; tail -30 "$OUT/leka_run_2m.log"; tail -30 "$OUT/runs.log"
+  cp $WORK/subset/runs.json "$OUT/" 2>/dev/null
+  d=$(ls -d $WORK/run2m/* 2>/dev/null | head -1)
+  tar -czf "$OUT/run2m.tar.gz" -C "$d" summary.json report.md config.yaml 2>/dev/null
+  tar -czf "$OUT/subset_best.tar.gz" -C $WORK/subset best runs.json logs 2>/dev/null
+else
+  timeout ${TABLE_TIMEOUT:-480} python3 experiments/gpu/cuda_subset.py table --out $WORK/subset --trials "${TRIALS:-16}" \
+    --jobs "$jobs" --cache-dir $WORK/cache --budget-note "$budget" > "$OUT/table.log" 2>&1
+  echo "table rc=$?"
+  python3 experiments/gpu/cuda_subset.py render --out $WORK/subset >/dev/null 2>&1
+  cp $WORK/subset/table.md $WORK/subset/timings.jsonl $WORK/subset/meta.json "$OUT/" 2>/dev/null
+  tail -40 "$OUT/table.log"
+fi
