@@ -60,7 +60,7 @@ class DeviceMemory:
     def __init__(self, dev):
         from leka import tvm_adapter as A
 
-        self._free = lambda: A.device_free_bytes(dev)
+        self._free = lambda: A.device_free_bytes(dev) or _torch_free()
         self.base = self._free()
         self.peak = 0
 
@@ -71,6 +71,15 @@ class DeviceMemory:
 
     def bytes(self) -> int | None:
         return self.peak if self.base is not None else None
+
+
+def _torch_free() -> int | None:
+    try:
+        import torch
+
+        return int(torch.cuda.mem_get_info()[0])
+    except Exception:  # noqa: BLE001 - no number rather than a failed evaluation
+        return None
 
 
 def tvm_gpu_timer(runner, dev_args, flusher):
@@ -103,9 +112,10 @@ def torch_cuda_timer(fn: Callable[[], Any], flusher):
     return Timer(sample)
 
 
-def torch_gpu_baseline(kind: str, model, inputs, flusher):
-    """A Timer for PyTorch on the GPU: `torch` (eager) or `torch_compile` (torch.compile, default
-    mode; compiled and warmed up here, before timing)."""
+def torch_gpu_call(kind: str, model, inputs) -> Callable[[], None]:
+    """PyTorch on the GPU, ready to time: `torch` (eager) or `torch_compile` (torch.compile, default
+    mode). Compiled and warmed up here: the evaluation child does this before it takes the GPU lock,
+    so a compile (tens of seconds) does not hold the GPU from the other evaluations."""
     import torch
 
     m = model.to("cuda").eval()
@@ -119,7 +129,7 @@ def torch_gpu_baseline(kind: str, model, inputs, flusher):
     for _ in range(2):  # torch.compile compiles on the first call; both kinds warm the allocator
         call()
     torch.cuda.synchronize()
-    return torch_cuda_timer(call, flusher)
+    return call
 
 
 def clamp_calls(n: int, cap: int = 200) -> int:
@@ -128,7 +138,8 @@ def clamp_calls(n: int, cap: int = 200) -> int:
     return max(1, min(n, cap))
 
 
-def baseline_timer(kind: str, *, task, root, target, inputs, model, ms_dir, cache_dir, runner, flusher):
+def baseline_timer(kind: str, *, task, root, target, inputs, model, ms_dir, cache_dir, runner, flusher,
+                   torch_call=None):
     """The baseline's Timer on the GPU: untuned (DLight default schedules) or tuned (MetaSchedule)
     TVM with the device timer, or PyTorch (eager / torch.compile) with CUDA events."""
     from benchmark import baselines
@@ -138,5 +149,5 @@ def baseline_timer(kind: str, *, task, root, target, inputs, model, ms_dir, cach
                                               ms_dir=ms_dir, cache_dir=cache_dir)
         return tvm_gpu_timer(runner, runner.to_device(inputs), flusher)
     if kind in ("torch", "torch_compile"):
-        return torch_gpu_baseline(kind, model, inputs, flusher)
+        return torch_cuda_timer(torch_call or torch_gpu_call(kind, model, inputs), flusher)
     raise ValueError(f"baseline {kind!r} does not run on the GPU; use untuned, tuned, torch or torch_compile")

@@ -243,6 +243,10 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
         res.build_s = time.perf_counter() - t0
         res.compiled = True
         res.planned_memory_bytes = A.planned_memory_bytes(built.lowered, target)
+        torch_call = None
+        if gpu and job.get("time") and job.get("baseline") in ("torch", "torch_compile"):
+            torch_call = gpu_timing.torch_gpu_call(job["baseline"], task.make_model(),
+                                                   [_np(t) for t in task.make_inputs(0)])
         if gpu:  # builds overlap across evaluation children; checks and timing hold the GPU alone
             gpu_lock = gpu_timing.gpu_lock()
             gpu_lock.__enter__()  # released when this child exits, whatever ends it
@@ -320,7 +324,8 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
                 flusher = A.L2Flusher(dev)
                 base = gpu_timing.baseline_timer(job["baseline"], task=task, root=root, target=target,
                                                  inputs=inputs_by_seed[0], model=model, ms_dir=job.get("ms_dir"),
-                                                 cache_dir=job.get("cache_dir"), runner=prepped, flusher=flusher)
+                                                 cache_dir=job.get("cache_dir"), runner=prepped, flusher=flusher,
+                                                 torch_call=torch_call)
                 cand_timer = gpu_timing.tvm_gpu_timer(runner, dev_args, flusher)
             else:
                 base = baselines.make_timer(job["baseline"], task=task, root=root, backend=backend,

@@ -33,6 +33,7 @@ def missing_for(backend: str) -> str | None:
         if not shutil.which("nvcc") and not _has_nvrtc():
             return ("backend 'cuda' needs a CUDA C compiler for TVM's kernels: nvcc on PATH or the "
                     "cuda-python NVRTC bindings (pip install cuda-python); neither is here")
+        A.cuda_runtime_setup()  # nvcc for TVM's kernels here and in the evaluation children
         return None
     if backend == "opencl":
         return ("backend 'opencl' cannot run on this machine (no OpenCL runtime); it runs through TVM RPC "

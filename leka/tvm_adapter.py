@@ -320,8 +320,11 @@ class VMRunner:
             f(*dev_args)
         stats: dict[str, list[float]] = defaultdict(list)
         start: dict[str, float] = {}
+        # GPU launches return at once: sync around each call so the wall time is the kernel's
+        sync = self.dev.sync if self.dev.device_type != tvm.cpu().device_type else (lambda: None)
 
         def instrument(func, sym, before_run, ret_value, *args):
+            sync()
             if before_run:
                 start[sym] = time.perf_counter()
             else:
