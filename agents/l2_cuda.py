@@ -65,8 +65,8 @@ def ldg(text: str) -> str | None:
 
 
 RULES = (("unroll", unroll, "#pragma unroll on its constant-trip loops"),
-         ("fast_math", fast_math, "SFU intrinsics (__expf, __logf, ...) for the transcendental calls"),
-         ("ldg", ldg, "read-only inputs loaded through __ldg (the read-only data cache)"))
+         ("ldg", ldg, "read-only inputs loaded through __ldg (the read-only data cache)"),
+         ("fast_math", fast_math, "SFU intrinsics (__expf, __logf, ...) for the transcendental calls"))
 
 
 class RuleCudaL2Agent:
