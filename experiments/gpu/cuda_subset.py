@@ -78,6 +78,7 @@ def cmd_runs(args) -> None:
         for f in cf.as_completed(futs):
             r = f.result()
             rows.append(r)
+            (out / "runs.json").write_text(json.dumps(rows, indent=1))  # so far: a cut-off session keeps these
             print(f"[{len(rows)}/{len(ids)}] {r['task']}: best {r.get('best_speedup_vs_untuned') or 0:.2f}x vs DLight, "
                   f"correct {r.get('best_correct')}, nodes {r.get('nodes_by_level')}, {r['wall_s']}s", flush=True)
     rows.sort(key=lambda r: ids.index(r["task"]))

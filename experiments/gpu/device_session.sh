@@ -17,7 +17,7 @@ if [ ! -d /tmp/site/langgraph ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$wh"/*.whl || exit 3
 fi
 export PYTHONPATH=$here:/tmp/site:${PYTHONPATH:-}
-budget=${BUDGET:-45s}
+budget=${BUDGET:-40s}
 jobs=${JOBS:-8}
 # quick timing on the shared GPU: evaluations queue for it (gpu_lock), so each holds it briefly
 FAST=(--set evaluator.timing_budget_s=1.0 --set evaluator.max_pairs=8 --set evaluator.sample_s=0.01
@@ -40,7 +40,8 @@ if [ "$what" = call2 ]; then
   tail -8 "$OUT/gpu_tests.log"; tail -30 "$OUT/leka_run_2m.log"
   d=$(ls -d $WORK/run2m/* 2>/dev/null | head -1)
   tar -czf "$OUT/run2m.tar.gz" -C "$d" summary.json report.md config.yaml 2>/dev/null
-  timeout ${RUNS_TIMEOUT:-330} python3 experiments/gpu/cuda_subset.py runs --out $WORK/subset --budget "$budget" --jobs "$jobs" \
+  left=$(( ${CALL_LIMIT:-585} - SECONDS - 15 ))  # what this call has left, the copy-out kept
+  timeout ${RUNS_TIMEOUT:-$left} python3 experiments/gpu/cuda_subset.py runs --out $WORK/subset --budget "$budget" --jobs "$jobs" \
     "${FAST[@]}" > "$OUT/runs.log" 2>&1
   echo "runs rc=$?"
   tail -30 "$OUT/runs.log"
