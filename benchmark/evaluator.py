@@ -30,6 +30,11 @@ _CTX: Any = None
 def _context():
     global _CTX
     if _CTX is None:
+        # CUDA must be first touched in each child, never in the forkserver that forks them: tvm_ffi's
+        # import asks torch.cuda.is_available(), which marks torch's CUDA as unusable after a fork
+        # (children then fail "Cannot re-initialize CUDA in forked subprocess"); the NVML check does not
+        os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
+        os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
         _CTX = mp.get_context("forkserver")
         _CTX.set_forkserver_preload(["torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch", "leka.ir",
                                      "benchmark.worker", "benchmark.baselines"])
