@@ -40,6 +40,7 @@ if [ "$what" = call2 ]; then
   tail -8 "$OUT/gpu_tests.log"; tail -30 "$OUT/leka_run_2m.log"
   d=$(ls -d $WORK/run2m/* 2>/dev/null | head -1)
   tar -czf "$OUT/run2m.tar.gz" -C "$d" summary.json report.md config.yaml 2>/dev/null
+  [ -n "$d" ] && [ -f "$d/summary.json" ] || { echo "the 2-minute run left no summary: stopping here"; exit 5; }
   left=$(( ${CALL_LIMIT:-585} - SECONDS - 15 ))  # what this call has left, the copy-out kept
   timeout ${RUNS_TIMEOUT:-$left} python3 experiments/gpu/cuda_subset.py runs --out $WORK/subset --budget "$budget" --jobs "$jobs" \
     "${FAST[@]}" > "$OUT/runs.log" 2>&1
