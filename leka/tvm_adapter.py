@@ -47,7 +47,9 @@ def make_target(backend: str, **opts: Any) -> tvm.target.Target:
     if backend == "llvm":
         return cpu_target(opts.get("num_cores"))
     if backend == "cuda":
-        return tvm.target.Target({"kind": "cuda", "arch": opts.get("arch", "sm_90")})
+        # MetaSchedule's GPU rules read the thread and shared-memory limits from the target
+        return tvm.target.Target({"kind": "cuda", "arch": opts.get("arch", "sm_90"), "max_threads_per_block": 1024,
+                                  "max_shared_memory_per_block": 49152, "thread_warp_size": 32})
     if backend == "opencl":
         return tvm.target.Target({"kind": "opencl"})
     raise ValueError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")

@@ -46,8 +46,11 @@ def one_run(tid: str, out: Path, budget: str, extra: list[str]) -> dict:
     t0 = time.time()
     cmd = [sys.executable, "-m", "leka.cli", "run", "--task", tid, "--backend", "cuda", "--budget", budget,
            "--out", str(runs), "--quiet", *extra]
-    with open(log, "w") as f:
-        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT).returncode
+    done = [d for d in runs.glob(f"{tid}-*") if (d / "summary.json").exists()]
+    rc = 0
+    if not (os.environ.get("LEKA_REUSE_RUNS") and done):  # a session cut short: its finished runs are kept
+        with open(log, "w") as f:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT).returncode
     dirs = sorted(runs.glob(f"{tid}-*"), key=lambda p: p.stat().st_mtime)
     row = {"task": tid, "rc": rc, "wall_s": round(time.time() - t0, 1)}
     if dirs and (dirs[-1] / "summary.json").exists():
@@ -59,7 +62,8 @@ def one_run(tid: str, out: Path, budget: str, extra: list[str]) -> dict:
 
             tree = Tree(dirs[-1], create=False)
             (out / "best").mkdir(exist_ok=True)
-            (out / "best" / f"{tid}.json").write_bytes(tree.artifact(s["best_node"], "candidate.json"))
+            art = tree.artifact(s["best_node"], "candidate.json")
+            (out / "best" / f"{tid}.json").write_text(art if isinstance(art, str) else art.decode())
             tree.close()
     else:
         row["error"] = log.read_text()[-800:]
