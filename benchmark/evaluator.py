@@ -150,11 +150,19 @@ class Evaluator:
                 "seeds": list(self.cfg.seeds), "peak_rss_bytes": peak or None}
         if kill_kind:
             Path(out_path).unlink(missing_ok=True)
+            Path(out_path + ".gpu").unlink(missing_ok=True)
             return EvalResult(**base, error_kind=kill_kind, error=kill_msg), None
         p = Path(out_path)
+        on_gpu = Path(out_path + ".gpu")
+        died_on_gpu = on_gpu.exists()
+        on_gpu.unlink(missing_ok=True)
         if not p.exists():
             code = proc.exitcode
             how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+            if died_on_gpu:  # a sticky CUDA error aborts the process; the next evaluation is a fresh child
+                return EvalResult(**base, error_kind="gpu_fault", error=f"evaluation process died ({how}) while "
+                                  "running on the GPU without a result (a CUDA fault: illegal address, launch "
+                                  "failure)"), None
             return EvalResult(**base, error_kind="crash", error=f"evaluation process died ({how}) without a result"), None
         payload = json.loads(p.read_text())
         p.unlink()

@@ -250,6 +250,9 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
         if gpu:  # builds overlap across evaluation children; checks and timing hold the GPU alone
             gpu_lock = gpu_timing.gpu_lock()
             gpu_lock.__enter__()  # released when this child exits, whatever ends it
+            # a CUDA fault can abort the process before it writes a result: this marker tells the parent
+            # that the child died on the GPU (benchmark/evaluator.py reports that as gpu_fault)
+            Path(out_path + ".gpu").write_text("")
             dmem = gpu_timing.DeviceMemory(dev)
         runner = A.VMRunner(built.executable, dev)
         if base_prep is not None:
