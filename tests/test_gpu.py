@@ -73,6 +73,31 @@ def test_gpu_lock_serialises_processes(tmp_path):
     assert spans[1][0] >= spans[0][1] - 1e-3, spans
 
 
+def test_rule_agents_cuda_edits_build_without_a_gpu(tmp_path):
+    # codegen needs no GPU: the L1 traces (thread binding, shared memory, vector loads) and the L2
+    # CUDA source edits must apply and build here, nvcc-checked where nvcc exists
+    from agents.rules import make_rule_agents
+    from benchmark.roots import load_root
+    from benchmark.task import resolve
+    from leka import ir
+    from leka.edits import apply_edit
+    from leka.protocols import AgentContext
+
+    task = resolve("l1_matmul_square")
+    root = load_root(task)
+    cand = ir.root_candidate(task, "cuda", root)
+    agents = make_rule_agents("cuda", root_params=root.params)
+    l1 = agents["L1"].propose(cand, AgentContext(task_id=task.id, backend="cuda", level="L1", variants=1))
+    assert l1 and "shared memory" in l1[0].rationale, [e.rationale for e in l1]
+    out = apply_edit(cand, l1[0], workdir=tmp_path, root_params=root.params)
+    assert out.error is None, out.error
+    l2 = agents["L2"].propose(out.candidate, AgentContext(task_id=task.id, backend="cuda", level="L2", variants=1))
+    assert l2 and l2[0].payload["language"] == "cuda", l2
+    out2 = apply_edit(out.candidate, l2[0], workdir=tmp_path, root_params=root.params)
+    assert out2.error is None, out2.error
+    assert len(out2.candidate.l1) == 1 and len(out2.candidate.l2) == 1
+
+
 # ----------------------------------------------------------------------------- on a GPU
 @pytest.fixture(scope="module")
 def ev(tmp_path_factory):
