@@ -382,7 +382,7 @@ class RuleL2Agent:
 
     def propose(self, candidate, context: AgentContext) -> list[Edit]:
         if self.backend != "llvm":
-            return []  # CUDA C overrides are left to the LLM agent
+            return []  # GPU backends have their own L2 rules (agents/rules.BACKEND_RULE_AGENTS)
         target = A.make_target("llvm", num_cores=context.num_cores or None)
         lanes = context.vector_lanes or A.vector_lanes_fp32(target)
         funcs = lowered_funcs(candidate, target, self.root_params)

@@ -19,7 +19,7 @@ from benchmark.timing import Timer, rotating_timer, tvm_timer
 from leka import ir
 from leka import tvm_adapter as A
 
-BASELINES = ("untuned", "tuned", "torch", "ort")
+BASELINES = ("untuned", "tuned", "torch", "torch_compile", "ort")  # torch_compile: cuda only
 
 
 def ms_dir(task: Task, backend: str, trials: int, cache_dir: str | None = None) -> Path:

@@ -80,7 +80,7 @@ def eval_cmd(
                                    "leka/ir/files.py), a run folder (its best node), RUN_DIR/nodes/N, a "
                                    "candidate JSON, or lifted-params TVMScript (L0)"),
     backend: str = typer.Option("llvm", "--backend"),
-    baseline: str = typer.Option("untuned", "--baseline", help="untuned | tuned | torch | ort"),
+    baseline: str = typer.Option("untuned", "--baseline", help="untuned | tuned | torch | torch_compile (cuda) | ort"),
     trials: int = typer.Option(64, "--trials", help="MetaSchedule trials for --baseline tuned"),
     json_out: Path = typer.Option(None, "--json", help="write the result as JSON here"),
     timeout: float = typer.Option(None, "--timeout", help="seconds before the evaluation is killed"),

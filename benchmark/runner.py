@@ -53,6 +53,11 @@ class Runner(Protocol):
 def _context():
     global _CTX
     if _CTX is None:
+        # CUDA must be first touched in each child, never in the forkserver that forks them: tvm_ffi's
+        # import asks torch.cuda.is_available(), which marks torch's CUDA as unusable after a fork
+        # (children then fail "Cannot re-initialize CUDA in forked subprocess"); the NVML check does not
+        os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
+        os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
         _CTX = mp.get_context("forkserver")
         _CTX.set_forkserver_preload(["torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch", "leka.ir",
                                      "benchmark.worker", "benchmark.baselines"])
@@ -149,12 +154,21 @@ class LocalFuture:
         base = {"task": job.get("task_id", "?"), "backend": job.get("backend", "llvm"), "baseline": job["baseline"],
                 "wall_s": wall, "seeds": list(job["evaluator"]["seeds"]), "peak_rss_bytes": peak or None}
         p = Path(self.out_path)
+        # the child marks that it holds the GPU (benchmark/gpu_timing.py): dying without a result then is
+        # a CUDA fault (illegal address, launch failure), and the next evaluation is a fresh child
+        on_gpu = Path(self.out_path + ".gpu")
+        died_on_gpu = on_gpu.exists()
+        on_gpu.unlink(missing_ok=True)
         if kill_kind:
             p.unlink(missing_ok=True)
             return EvalResult(**base, error_kind=kill_kind, error=kill_msg), None
         if not p.exists():
             code = self.proc.exitcode
             how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+            if died_on_gpu:
+                return EvalResult(**base, error_kind="gpu_fault", error=f"evaluation process died ({how}) while "
+                                  "running on the GPU without a result (a CUDA fault: illegal address, launch "
+                                  "failure)"), None
             return EvalResult(**base, error_kind="crash", error=f"evaluation process died ({how}) without a result"), None
         payload = json.loads(p.read_text())
         p.unlink()

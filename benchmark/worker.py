@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmark import baselines, process_state, timing
+from benchmark import baselines, gpu_timing, process_state, timing
 from benchmark.roots import load_root
 from benchmark.task import load_task_file
 from leka import ir
 from leka import tvm_adapter as A
+from leka.backends import get_backend
 from leka.core.types import EvalResult, UserError
 from leka.ir import l2_guard
 
@@ -145,6 +146,10 @@ class JobState:
     refs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
     profile: dict | None = None
     guard: Any = None  # process_state.Guard once the candidate is about to run
+    out_path: str = ""
+    gpu: bool = False  # the backend's CUDA runtime (benchmark/gpu_timing.py): GPU lock, device timer, faults
+    dmem: Any = None  # gpu_timing.DeviceMemory while this child holds the GPU
+    torch_call: Any = None  # a torch / torch.compile baseline, compiled before the GPU lock
 
 
 def prepare(st: JobState) -> bool:
@@ -166,6 +171,9 @@ def prepare(st: JobState) -> bool:
     st.cand = (ir.Candidate.model_validate(job["candidate"]) if job.get("candidate")
                else ir.root_candidate(task, st.backend, st.root))
     st.target = A.make_target(st.backend)
+    st.gpu = get_backend(st.backend).cuda
+    if st.gpu:
+        A.cuda_runtime_setup()
     return True
 
 
@@ -192,10 +200,27 @@ def build(st: JobState) -> bool:
     res.build_s = time.perf_counter() - t0
     res.compiled = True
     res.planned_memory_bytes = A.planned_memory_bytes(st.built.lowered, st.target)
-    st.runner = A.VMRunner(st.built.executable, A.device_for(st.backend))
+    dev = A.device_for(st.backend)
+    if st.gpu:
+        _hold_gpu(st, dev)
+    st.runner = A.VMRunner(st.built.executable, dev)
     if st.base_prep is not None:
         st.base_prep.wait()
     return True
+
+
+def _hold_gpu(st: JobState, dev) -> None:
+    """Builds overlap across evaluation children; checks and timing hold the GPU alone (released when
+    this child exits, whatever ends it). A torch baseline is compiled before, on the CPU's time."""
+    job = st.job
+    if job.get("time") and job.get("baseline") in ("torch", "torch_compile"):
+        st.torch_call = gpu_timing.torch_gpu_call(job["baseline"], st.task.make_model(),
+                                                  [_np(t) for t in st.task.make_inputs(0)])
+    gpu_timing.gpu_lock().__enter__()
+    # a CUDA fault can abort the process before it writes a result: this marker tells the runner that
+    # the child died on the GPU (benchmark/runner.py reports that as gpu_fault)
+    Path(st.out_path + ".gpu").write_text("")
+    st.dmem = gpu_timing.DeviceMemory(dev)
 
 
 def _check_seeds(st: JobState) -> list[int]:
@@ -266,6 +291,9 @@ def check(st: JobState) -> bool:
     res.check_s = time.perf_counter() - t0
     res.peak_memory_bytes = int((res.planned_memory_bytes or 0) + _nbytes(st.root.params.values())
                                 + _nbytes(st.inputs_by_seed[0]) + _nbytes(outs_by_seed[0]))
+    if st.dmem is not None:
+        st.dmem.sample()
+        res.peak_device_bytes = st.dmem.bytes()
     return True
 
 
@@ -325,6 +353,8 @@ def time_step(st: JobState) -> bool:
     job, cfg, res = st.job, st.cfg, st.res
     if not (job.get("time") and job.get("baseline")):
         return True
+    if st.gpu:
+        return _gpu_time_step(st)
     n_sets = _timing_sets(st)
     base = baselines.make_timer(job["baseline"], task=st.task, root=st.root, backend=st.backend,
                                 target=st.target, inputs=st.inputs_by_seed[0], model=st.model,
@@ -353,6 +383,33 @@ def time_step(st: JobState) -> bool:
     return True
 
 
+def _gpu_time_step(st: JobState) -> bool:
+    """On a CUDA GPU: the device's timer, an L2 flush before every timed call, one fixed input set
+    (the rotating, output-checked protocol of the CPU is not yet on the GPU: docs/threat_model.md)."""
+    job, cfg, res = st.job, st.cfg, st.res
+    dev = st.runner.dev
+    flusher = A.L2Flusher(dev)
+    base = gpu_timing.baseline_timer(job["baseline"], task=st.task, root=st.root, target=st.target,
+                                     inputs=st.inputs_by_seed[0], model=st.model, ms_dir=job.get("ms_dir"),
+                                     cache_dir=job.get("cache_dir"),
+                                     runner=st.base_prep.result() if st.base_prep is not None else None,
+                                     flusher=flusher, torch_call=st.torch_call)
+    cand = gpu_timing.tvm_gpu_timer(st.runner, st.runner.to_device(st.inputs_by_seed[0]), flusher)
+    tm = timing.paired_timing(cand, base, cfg)
+    st.dmem.sample()
+    res.peak_device_bytes = st.dmem.bytes()
+    res.extra["timer"] = "device (CUDA events), L2 flushed before each call"
+    res.speedup = tm["speedup"]
+    res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
+    res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
+    res.timing_valid = tm["spread"] <= cfg["max_spread"]
+    res.extra["number"] = tm["number"]
+    if not res.timing_valid:
+        _err(res, "timing_invalid", f"timing spread {tm['spread']:.3f} over the bound "
+             f"{cfg['max_spread']} (evaluator.max_spread); speedup not trusted")
+    return True
+
+
 STEPS = (prepare, build, check, profile_export, time_step)
 
 
@@ -361,7 +418,7 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
     torch.set_num_threads(job.get("threads", 2))
     t_start = time.perf_counter()
     cfg = job["evaluator"]
-    st = JobState(job=job, cfg=cfg, backend=job.get("backend", "llvm"),
+    st = JobState(job=job, cfg=cfg, backend=job.get("backend", "llvm"), out_path=out_path,
                   res=EvalResult(task=job.get("task_id", "?"), backend=job.get("backend", "llvm"),
                                  baseline=job.get("baseline"), seeds=list(cfg["seeds"])))
     try:
@@ -373,6 +430,8 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
     except Exception as e:  # noqa: BLE001 - anything else is still a result, with its traceback
         _err(st.res, "runtime", f"{_short(e)}\n{traceback.format_exc()[-1500:]}")
     res = st.res
+    if st.gpu and res.error and res.error_kind in ("runtime", "crash") and gpu_timing.is_cuda_fault(res.error):
+        res.error_kind = "gpu_fault"  # sticky: this child's context dies with it
     res.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     res.wall_s = time.perf_counter() - t_start
     payload = {"result": res.model_dump(mode="json"), "profile": st.profile}

@@ -123,8 +123,8 @@ def profile_built(built, dev_args, target, backend: str = "llvm", candidate=None
                   runner: A.VMRunner | None = None, roofs: Peaks | None = None) -> ProfileReport:
     """Run `built` under the VM instrument and turn the per-call times into a ProfileReport.
     VM calls that are not PrimFuncs of `built.lowered` (vm.builtin.alloc_*, reshape, ...) are
-    reported as builtins, not kernels. On GPUs the instrument times launches (asynchronous), so
-    there the per-kernel split is indicative only."""
+    reported as builtins, not kernels. On GPUs the instrument synchronises the device around every
+    call (VMRunner.profile_kernels), so each time is the kernel's, launch overhead included."""
     runner = runner or A.VMRunner(built.executable, A.device_for(backend))
     rows, total = runner.profile_kernels(dev_args, repeat=repeat)
     pk = roofs or peaks(target)

@@ -14,6 +14,8 @@ Fields (keep the interface small; add a field here, with a default, when a backe
 - `runs_on`: where candidates can run ("local", "gpu", "rpc"); `unavailable() -> str | None` says why
   they cannot run on this machine (None: they can). The CUDA and OpenCL modules own their checks.
 - `gpu`: lowering adds DLight default schedules and an L1 trace must bind threads.
+- `cuda`: the CUDA runtime: evaluations hold the GPU alone, time with device timers after an L2 flush,
+  report device memory, and a CUDA fault ends the evaluation process (`benchmark/gpu_timing.py`).
 - `l2_languages`: L2 source language -> file extension of the stored artefact.
 - `l2_linked`: the L2 languages compiled to an object and called through `call_extern`; the others
   replace a kernel function inside the generated source.
@@ -40,6 +42,7 @@ class Backend:
     l2_languages: dict[str, str]
     domain: str
     gpu: bool = False
+    cuda: bool = False
     l2_linked: tuple[str, ...] = ()
     peaks: dict[str, tuple[str, float, float]] = field(default_factory=dict)
     default_arch: str = ""

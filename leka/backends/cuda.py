@@ -3,18 +3,29 @@ whole CUDA C kernels spliced into the generated source. Roofs come from the data
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
+from pathlib import Path
 from typing import Any
 
 from leka.backends import Backend
 
 
 def target_spec(arch: str = "sm_90", **_: Any) -> dict[str, Any]:
-    return {"kind": "cuda", "arch": arch}
+    # MetaSchedule's GPU rules read the thread and shared-memory limits from the target
+    return {"kind": "cuda", "arch": arch, "max_threads_per_block": 1024, "max_shared_memory_per_block": 49152,
+            "thread_warp_size": 32}
 
 
 def unavailable() -> str | None:
-    return ("it has no GPU / OpenCL runtime (CUDA runs on a GPU machine, OpenCL through TVM RPC; "
-            "see leka/README.md)")
+    """Without touching CUDA (the evaluator forks children that must initialise it themselves): a
+    device node or nvidia-smi for the GPU, nvcc or NVRTC's bindings for TVM's generated CUDA C."""
+    if not any(Path("/dev").glob("nvidia[0-9]*")) and not shutil.which("nvidia-smi"):
+        return "it has no NVIDIA GPU (no /dev/nvidia* device, no nvidia-smi); run it on a GPU host"
+    if not shutil.which("nvcc") and importlib.util.find_spec("cuda") is None:
+        return ("it has no CUDA C compiler for TVM's kernels: nvcc on PATH or the cuda-python NVRTC bindings "
+                "(pip install cuda-python)")
+    return None
 
 
 # fp32 non-tensor-core FMA peak (GFLOP/s) and HBM bandwidth (GB/s) by compute capability
@@ -27,6 +38,6 @@ PEAKS = {
 
 BACKEND = Backend(
     name="cuda", target_spec=target_spec, device="cuda", remote_device="cuda", runs_on=("gpu", "rpc"),
-    unavailable=unavailable, l2_languages={"cuda": "cu"}, domain="robotics", gpu=True,
+    unavailable=unavailable, l2_languages={"cuda": "cu"}, domain="robotics", gpu=True, cuda=True,
     peaks=PEAKS, default_arch="sm_90",
 )

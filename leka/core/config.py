@@ -43,7 +43,7 @@ class EvaluatorConfig(_Section):
 
 
 class BaselineConfig(_Section):
-    kind: Literal["untuned", "tuned", "torch", "ort"] = "untuned"
+    kind: Literal["untuned", "tuned", "torch", "torch_compile", "ort"] = "untuned"  # torch_compile: GPUs
     trials: int = 64
     cache_dir: str = ".leka-cache"
 

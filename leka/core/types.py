@@ -36,6 +36,7 @@ ErrorKind = Literal[
     "illegal_source",  # an L2 source keeps state, starts threads, changes process settings or reads files
     "stale_output",  # a timed call's output does not match its inputs' reference (replayed / unfinished)
     "process_state",  # the candidate changed process-wide settings (affinity, threads, FP mode, env)
+    "gpu_fault",  # a CUDA fault (illegal address, launch failure): the child and its context are discarded
 ]
 
 
@@ -66,6 +67,7 @@ class EvalResult(BaseModel):
     peak_memory_bytes: int | None = None
     planned_memory_bytes: int | None = None
     peak_rss_bytes: int | None = None
+    peak_device_bytes: int | None = None  # GPU memory in use by the candidate's run (device backends)
     # cost of the evaluation itself, by phase
     build_s: float | None = None
     check_s: float | None = None

@@ -45,6 +45,10 @@ def gpu_default_schedule(mod: tvm.IRModule, target: tvm.target.Target | None = N
 def build(mod: tvm.IRModule, target: tvm.target.Target):
     if target.kind.name == "opencl":
         _opencl_if_built()
+    if target.kind.name == "cuda":
+        from leka.tvm_adapter.runtime import cuda_runtime_setup
+
+        cuda_runtime_setup()  # nvcc (or NVRTC) compiles TVM's CUDA C in this process
     return tvm.compile(mod, target)
 
 

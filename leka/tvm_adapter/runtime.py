@@ -53,8 +53,11 @@ class VMRunner:
             f(*dev_args)
         stats: dict[str, list[float]] = defaultdict(list)
         start: dict[str, float] = {}
+        # GPU launches return at once: sync around each call so the wall time is the kernel's
+        sync = self.dev.sync if self.dev.device_type != tvm.cpu().device_type else (lambda: None)
 
         def instrument(func, sym, before_run, ret_value, *args):
+            sync()
             if before_run:
                 start[sym] = time.perf_counter()
             else:
@@ -122,3 +125,47 @@ def cuda_runtime_setup() -> None:
     if shutil.which("nvcc"):
         os.environ.setdefault("TVM_CUDA_COMPILE_MODE", "nvcc")
     from tvm.support import nvcc  # noqa: F401 - registers the compile callback
+
+
+# ----------------------------------------------------------------------------- CUDA devices
+def cuda_device_info(index: int = 0) -> dict[str, Any] | None:
+    """Name, compute capability and memory of CUDA device `index`, or None where TVM sees none
+    (no driver, no GPU). Initialises CUDA in the calling process: never call it in a process that
+    forks evaluation children afterwards (the evaluator's forkserver does not)."""
+    dev = tvm.cuda(index)
+    if not dev.exist:
+        return None
+    return {"name": str(dev.device_name), "compute_version": str(dev.compute_version),
+            "total_bytes": int(dev.total_global_memory)}
+
+
+def device_free_bytes(dev) -> int | None:
+    try:
+        return int(dev.available_global_memory)
+    except Exception:  # noqa: BLE001 - a driver without the query: no number, not an error
+        return None
+
+
+class L2Flusher:
+    """Overwrites a device buffer larger than the L2 cache (KernelBench's flush), so a timed call
+    never reads data a previous call left in L2. A device-to-device copy on the default stream:
+    it is ordered before whatever is launched next, so the copy itself is never timed."""
+
+    def __init__(self, dev, nbytes: int = 128 * 2**20):
+        n = nbytes // 4
+        self.src = tvm.runtime.tensor(np.zeros(n, dtype="float32"), dev)
+        self.dst = tvm.runtime.empty((n,), "float32", dev)
+
+    def flush(self) -> None:
+        self.src.copyto(self.dst)
+
+
+def time_flushed(runner: VMRunner, dev_args: Sequence[Any], number: int, flusher: L2Flusher) -> float:
+    """Seconds per call of `runner`'s main, each call timed alone by TVM's device timer (CUDA events,
+    synchronised) after an L2 flush; the mean over `number` calls."""
+    te = runner.vm.time_evaluator("main", runner.dev, number=1, repeat=1, min_repeat_ms=0)
+    total = 0.0
+    for _ in range(number):
+        flusher.flush()
+        total += float(te(*dev_args).mean)
+    return total / number

@@ -16,6 +16,9 @@ def _fast_builder(max_workers: int = 2, timeout_sec: float = 120.0):
         from tvm.driver import build as tvm_build
         from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
 
+        if target.kind.name == "cuda":  # a fresh worker: register the CUDA C compile callback
+            from tvm.support import nvcc  # noqa: F401
+
         mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
         return tvm_build(mod, target=target)
 
