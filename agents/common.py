@@ -307,3 +307,51 @@ def lowered_funcs(candidate, target, root_params=None) -> dict[str, Any]:
     # before DLight on GPUs: a thread-bound PrimFunc can be neither re-scheduled nor keyed
     mod = A.lower(ir.relax_module(candidate, root_params), target, gpu_schedule=False)
     return A.prim_funcs(mod)
+
+
+# ----------------------------------------------------------------------------- shared by the L1 rules
+def _inline_around(r: Recorder, info: KernelInfo, keep: set[str], epilogue_ok: bool = True) -> list[str]:
+    """Inline spatial producers / consumers that are not in `keep`; returns the blocks left."""
+    left = []
+    big = max(b.volume for b in info.blocks)
+    for b in info.blocks:
+        # small broadcast precomputations (BN's per-channel sqrt/divide) stay separate: inlined,
+        # they would be recomputed for every element they broadcast to
+        if b.name in keep or b.is_reduction or b.volume * 4 < big:
+            left.append(b.name)
+            continue
+        blk = r.block(b.name)
+        if r.try_("compute_inline", blk):
+            continue
+        if epilogue_ok and r.try_("reverse_compute_inline", blk):
+            continue
+        left.append(b.name)
+    return left
+
+
+def _pick_axes(info: KernelInfo) -> tuple[str, str | None]:
+    """(vector axis, register-tile axis) of the main block, as iterator names."""
+    main = info.block(info.main)  # type: ignore[arg-type]
+    spatial = [v for v, e in main.spatial]
+    ext = dict(main.spatial)
+    # vector axis: the innermost output dimension's iterator (contiguous in the output)
+    vec = None
+    for d in reversed(main.store.dims):
+        cand = [v for v in d if v in ext and ext[v] > 1]
+        if cand:
+            vec = cand[0]
+            break
+    if vec is None:
+        vec = spatial[-1]
+    # tile axis: a spatial iterator of the operand that does not move with the vector axis,
+    # so one broadcast load of it feeds a whole vector
+    others = [ld for ld in main.loads if not any(vec in d for d in ld.dims)]
+    order = {v: i for i, d in enumerate(main.store.dims) for v in d}
+    cands: list[str] = []
+    for ld in others:
+        for d in ld.dims:
+            cands += [v for v in d if v in ext and v != vec and ext[v] > 1]
+    if not cands:
+        cands = [v for v in spatial if v != vec and ext[v] > 1]
+    tile = max(cands, key=lambda v: (order.get(v, -1), ext[v])) if cands else None
+    return vec, tile

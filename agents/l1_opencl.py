@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.common import KernelInfo, Recorder, divisors, vector_factor
-from agents.l1_tir import RuleL1Agent, _inline_around, _safe, cuda_matmul_trace, cuda_trace
+from agents.common import KernelInfo, Recorder, _inline_around, divisors, vector_factor
+from agents.l1_cuda import _safe, cuda_matmul_trace, cuda_trace
+from agents.l1_tir import RuleL1Agent
 
 WORK_GROUPS = (64, 128, 256)
 VECTOR_WIDTHS = (4, 8, 2)

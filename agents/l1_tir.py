@@ -24,6 +24,8 @@ from typing import Any
 from agents.common import (
     KernelInfo,
     Recorder,
+    _inline_around,
+    _pick_axes,
     analyse,
     divisors,
     lowered_funcs,
@@ -31,6 +33,7 @@ from agents.common import (
     validate_trace,
     vector_factor,
 )
+from agents.l1_cuda import cuda_variants
 from leka import tvm_adapter as A
 from leka.core.protocols import AgentContext
 from leka.core.types import Edit, edit_digest
@@ -39,53 +42,6 @@ GEMM_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
 
 
 # ----------------------------------------------------------------------------- CPU rules
-def _inline_around(r: Recorder, info: KernelInfo, keep: set[str], epilogue_ok: bool = True) -> list[str]:
-    """Inline spatial producers / consumers that are not in `keep`; returns the blocks left."""
-    left = []
-    big = max(b.volume for b in info.blocks)
-    for b in info.blocks:
-        # small broadcast precomputations (BN's per-channel sqrt/divide) stay separate: inlined,
-        # they would be recomputed for every element they broadcast to
-        if b.name in keep or b.is_reduction or b.volume * 4 < big:
-            left.append(b.name)
-            continue
-        blk = r.block(b.name)
-        if r.try_("compute_inline", blk):
-            continue
-        if epilogue_ok and r.try_("reverse_compute_inline", blk):
-            continue
-        left.append(b.name)
-    return left
-
-
-def _pick_axes(info: KernelInfo) -> tuple[str, str | None]:
-    """(vector axis, register-tile axis) of the main block, as iterator names."""
-    main = info.block(info.main)  # type: ignore[arg-type]
-    spatial = [v for v, e in main.spatial]
-    ext = dict(main.spatial)
-    # vector axis: the innermost output dimension's iterator (contiguous in the output)
-    vec = None
-    for d in reversed(main.store.dims):
-        cand = [v for v in d if v in ext and ext[v] > 1]
-        if cand:
-            vec = cand[0]
-            break
-    if vec is None:
-        vec = spatial[-1]
-    # tile axis: a spatial iterator of the operand that does not move with the vector axis,
-    # so one broadcast load of it feeds a whole vector
-    others = [ld for ld in main.loads if not any(vec in d for d in ld.dims)]
-    order = {v: i for i, d in enumerate(main.store.dims) for v in d}
-    cands: list[str] = []
-    for ld in others:
-        for d in ld.dims:
-            cands += [v for v in d if v in ext and v != vec and ext[v] > 1]
-    if not cands:
-        cands = [v for v in spatial if v != vec and ext[v] > 1]
-    tile = max(cands, key=lambda v: (order.get(v, -1), ext[v])) if cands else None
-    return vec, tile
-
-
 def gemm_trace(func, info: KernelInfo, lanes: int, rows: int, vec_mult: int, k_split: int = 0,
                pad_at: bool = True, tile_rows_of_output: bool = False) -> list[dict[str, Any]] | None:
     """Register-tiled, parallel, vectorised schedule of the main reduction block."""
@@ -321,129 +277,6 @@ def _safe(fn, *args):
         return None
 
 
-# ----------------------------------------------------------------------------- CUDA rules
-def cuda_trace(func, info: KernelInfo, threads: int, vec: int = 1) -> list[dict[str, Any]] | None:
-    """Every remaining block: spatial loops fused, split into blockIdx.x x threadIdx.x; reductions
-    keep their reduction loops serial per thread (correct for any pattern, simple to check). With
-    `vec` > 1, element-wise blocks get `vec` consecutive outputs per thread, vectorised (float4
-    loads and stores where the extent divides)."""
-    r = Recorder(func)
-    keep = set(info.outputs) | {b.name for b in info.blocks if b.is_reduction}
-    left = _inline_around(r, info, keep, epilogue_ok=False)
-    for n in left:
-        b = r.block(n)
-        bi = info.block(n)
-        loops = r.loops(b)
-        ns = len(bi.spatial) if bi.is_reduction else len(loops)
-        if bi.is_reduction and len(loops) != len(bi.iters):
-            return None
-        sp = loops[:ns]
-        f = r.do("fuse", *sp)[0] if len(sp) > 1 else sp[0]
-        n_sp = r.extent(f)
-        if vec > 1 and not bi.is_reduction and n_sp % vec == 0 and n_sp // vec >= threads:
-            bx, tx, vx = r.do("split", f, [None, threads, vec])
-            r.do("vectorize", vx)
-        else:
-            t = threads if n_sp >= threads else max(d for d in divisors(n_sp) if d <= threads)
-            bx, tx = r.do("split", f, [None, t])
-        r.do("bind", bx, "blockIdx.x")
-        r.do("bind", tx, "threadIdx.x")
-    return r.steps
-
-
-def cuda_matmul_trace(func, info: KernelInfo, tile: int) -> list[dict[str, Any]] | None:
-    """GEMM-like main block: a tile x tile output block per CUDA block, one output per thread."""
-    r = Recorder(func)
-    main = info.block(info.main)  # type: ignore[arg-type]
-    left = _inline_around(r, info, {main.name} | set(info.outputs))
-    mb = r.block(main.name)
-    loops = r.loops(mb)
-    if len(loops) != len(main.iters):
-        return None
-    vec, til = _pick_axes(info)
-    names = [v for v, _, _ in main.iters]
-    by_var = dict(zip(names, loops, strict=True))
-    ext = {v: e for v, _, e in main.iters}
-    if til is None or ext[vec] % tile or ext[til] % tile:
-        return None
-    j0, j1 = r.do("split", by_var[vec], [None, tile])
-    i0, i1 = r.do("split", by_var[til], [None, tile])
-    outer = [by_var[v] for v, k, _ in main.iters if k == "S" and v not in (vec, til)]
-    red = [by_var[v] for v, k, _ in main.iters if k == "R"]
-    r.do("reorder", outer + [i0, j0, i1, j1] + red)
-    bx = r.do("fuse", *(outer + [i0, j0]))[0]
-    tx = r.do("fuse", i1, j1)[0]
-    r.do("bind", bx, "blockIdx.x")
-    r.do("bind", tx, "threadIdx.x")
-    for n in left:
-        if n == main.name:
-            continue
-        b = r.block(n)
-        if not r.try_("reverse_compute_at", b, tx):
-            return None
-    return r.steps
-
-
-def cuda_matmul_shared_trace(func, info: KernelInfo, tile: int) -> list[dict[str, Any]] | None:
-    """GEMM-like main block, shared-memory tiled: a tile x tile output block per CUDA block, the
-    reduction split by `tile`, both operands' tile x tile slices staged in shared memory once per
-    reduction step and fetched cooperatively by the block's threads."""
-    r = Recorder(func)
-    main = info.block(info.main)  # type: ignore[arg-type]
-    left = _inline_around(r, info, {main.name} | set(info.outputs))
-    mb = r.block(main.name)
-    loops = r.loops(mb)
-    if len(loops) != len(main.iters):
-        return None
-    vec, til = _pick_axes(info)
-    by_var = dict(zip([v for v, _, _ in main.iters], loops, strict=True))
-    ext = {v: e for v, _, e in main.iters}
-    red = [v for v, k, _ in main.iters if k == "R"]
-    if til is None or len(red) != 1 or ext[vec] % tile or ext[til] % tile or ext[red[0]] % tile:
-        return None
-    j0, j1 = r.do("split", by_var[vec], [None, tile])
-    i0, i1 = r.do("split", by_var[til], [None, tile])
-    k0, k1 = r.do("split", by_var[red[0]], [None, tile])
-    outer = [by_var[v] for v, k, _ in main.iters if k == "S" and v not in (vec, til)]
-    r.do("reorder", outer + [i0, j0, i1, j1, k0, k1])
-    bx = r.do("fuse", *(outer + [i0, j0]))[0]
-    tx = r.do("fuse", i1, j1)[0]
-    r.do("bind", bx, "blockIdx.x")
-    r.do("bind", tx, "threadIdx.x")
-    for idx in (0, 1):
-        sh = r.do("cache_read", mb, idx, "shared")[0]
-        r.do("compute_at", sh, k0)
-        own = r.loops(sh)[3:]  # below blockIdx, threadIdx and the reduction step: the slice's loops
-        fl = r.do("fuse", *own)[0] if len(own) > 1 else own[0]
-        _, ft = r.do("split", fl, [None, tile * tile])
-        r.do("bind", ft, "threadIdx.x")
-    # the accumulator in a register, written back once per thread
-    acc = r.try_("cache_write", mb, 0, "local")
-    if acc:
-        r.try_("reverse_compute_at", acc[0], tx)
-    for n in left:
-        if n == main.name:
-            continue
-        if not r.try_("reverse_compute_at", r.block(n), tx):
-            return None
-    return r.steps
-
-
-def cuda_variants(func, info: KernelInfo) -> list[tuple[str, list[dict[str, Any]] | None]]:
-    out: list[tuple[str, list[dict[str, Any]] | None]] = []
-    if info.kind in ("matmul", "batch_matmul"):
-        out.append(("cuda matmul 16x16 tile, operands staged in shared memory",
-                    _safe(cuda_matmul_shared_trace, func, info, 16)))
-        out.append(("cuda matmul 16x16 thread tile", _safe(cuda_matmul_trace, func, info, 16)))
-        out.append(("cuda matmul 8x8 thread tile", _safe(cuda_matmul_trace, func, info, 8)))
-    out.append(("cuda: fused spatial loops, 256 threads, 4-wide vector loads/stores",
-                _safe(cuda_trace, func, info, 256, 4)))
-    out.append(("cuda: fused spatial loops, 256 threads", _safe(cuda_trace, func, info, 256)))
-    out.append(("cuda: fused spatial loops, 128 threads", _safe(cuda_trace, func, info, 128)))
-    return out
-
-
-# ----------------------------------------------------------------------------- the agent
 class RuleL1Agent:
     level = "L1"
 
