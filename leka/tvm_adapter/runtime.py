@@ -54,7 +54,7 @@ class VMRunner:
         stats: dict[str, list[float]] = defaultdict(list)
         start: dict[str, float] = {}
         # GPU launches return at once: sync around each call so the wall time is the kernel's
-        sync = self.dev.sync if self.dev.device_type != tvm.cpu().device_type else (lambda: None)
+        sync = self.dev.sync if self.dev.dlpack_device_type() != tvm.cpu().dlpack_device_type() else (lambda: None)
 
         def instrument(func, sym, before_run, ret_value, *args):
             sync()
