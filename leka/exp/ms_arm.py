@@ -38,10 +38,11 @@ def tuned_candidate(task, backend: str, root, work_dir: str):
 
 def _tune_round(task_path: str, backend: str, cache_dir: str, work: Path, trials: int, seed: int) -> None:
     """One tuning round, and its database's best as a candidate (work/tuned_candidate.json), in a fresh
-    Python process: inside a Ray worker, TVM's first import of its tensor intrinsics (hundreds of
-    TVMScript parses, each walking `inspect.stack()` over every loaded module; seen with py-spy) had not
-    reached the first trial after 15 minutes on this loaded machine, where a plain process started
-    tuning within 4."""
+    Python process. Its first step is slow on a busy machine: importing TVM's tensor intrinsics parses
+    hundreds of TVMScript functions, each walking `inspect.stack()` over every loaded module (seen with
+    py-spy), and a Ray worker has more modules loaded (an attempt inside one had not finished it after
+    15 minutes here; not measured side by side). A process also keeps MetaSchedule's worker pools and
+    any crash out of the job's worker."""
     args = json.dumps([task_path, backend, cache_dir, str(work), trials, seed])
     r = subprocess.run([sys.executable, "-m", "leka.exp.ms_arm", args], capture_output=True, text=True)
     if r.returncode != 0:
