@@ -283,3 +283,26 @@ def test_cell_metrics_count_slowdowns_and_failures():
     assert [m["fast_curve"][i] for i in (0, 15, 20, 40)] == [0.5, 0.25, 0.0, 0.0]  # p = 0, 1.5, 2 (strictly faster), 4
     g, lo, hi = bootstrap_ratio([(2.0, 1.0), (4.0, 1.0), (1.0, 1.0)])
     assert g == pytest.approx(2.0) and lo <= g <= hi and bootstrap_ratio([(2.0, 1.0)] * 3) == (2.0, 2.0, 2.0)
+
+
+def test_a_stopped_worker_leaves_no_result_a_failing_arm_leaves_a_row(tmp_path, monkeypatch):
+    from leka.exp import arms
+    from leka.exp.judge import RESULT_FILE, attempt_dir, execute
+
+    def stopping(job, ctx):  # what Ray raises in a worker it shuts down
+        raise SystemExit(1)
+
+    def failing(job, ctx):
+        raise ValueError("boom")
+
+    monkeypatch.setitem(arms.ARMS, "stopping", stopping)
+    monkeypatch.setitem(arms.ARMS, "failing", failing)
+    cfg = C.parse({"tasks": {"ids": ["l1_gelu_tanh"]},
+                   "arms": [{"name": "s", "recipe": "stopping"}, {"name": "f", "recipe": "failing"}]})
+    js, jf = C.expand(cfg)
+    with pytest.raises(SystemExit):
+        execute(js, cfg, tmp_path, 1)
+    assert not (attempt_dir(tmp_path, js, 1) / RESULT_FILE).exists()  # the job will run again
+    row = execute(jf, cfg, tmp_path, 1)
+    assert row["error"] == "ValueError: boom" and row["error_kind"] == "job_failed" and not row["correct"]
+    assert json.loads((attempt_dir(tmp_path, jf, 1) / RESULT_FILE).read_text())["error"] == "ValueError: boom"

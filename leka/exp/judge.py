@@ -66,8 +66,8 @@ def execute(job: Job, cfg: ExpConfig, exp_dir: Path, attempt: int) -> dict[str, 
                    run_baseline=outcome.run_baseline, arm_extra=outcome.extra)
         row.update(_judge(job, cfg, outcome))
     except BaseException as e:  # noqa: BLE001 - any failure of one job is that job's row
-        if isinstance(e, KeyboardInterrupt):
-            raise
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise  # the worker is being stopped (driver killed, Ray shut down): no result, the job runs again
         msg = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
         row.update(compiled=row.get("compiled", False), correct=row.get("correct", False),
                    error_kind=row.get("error_kind") or "job_failed", error=f"{type(e).__name__}: {msg}",

@@ -9,7 +9,10 @@ answer is the last round that ended inside the budget. Evaluation time is not ch
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from leka.exp.config import Job
 from leka.exp.records import ArmContext, ArmOutcome
@@ -33,12 +36,39 @@ def tuned_candidate(task, backend: str, root, work_dir: str):
     return cand.model_copy(update={"l1": l1})
 
 
-def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
-    from benchmark.evaluator import Evaluator
+def _tune_round(task_path: str, backend: str, cache_dir: str, work: Path, trials: int, seed: int) -> None:
+    """One tuning round, and its database's best as a candidate (work/tuned_candidate.json), in a fresh
+    Python process. Its first step is slow on a busy machine: importing TVM's tensor intrinsics parses
+    hundreds of TVMScript functions, each walking `inspect.stack()` over every loaded module (seen with
+    py-spy), and a Ray worker has more modules loaded (an attempt inside one had not finished it after
+    15 minutes here; not measured side by side). A process also keeps MetaSchedule's worker pools and
+    any crash out of the job's worker."""
+    args = json.dumps([task_path, backend, cache_dir, str(work), trials, seed])
+    r = subprocess.run([sys.executable, "-m", "leka.exp.ms_arm", args], capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"MetaSchedule round failed (exit {r.returncode}): {' | '.join(tail)}")
+
+
+def _tune_main(args: str) -> None:
     from benchmark.roots import load_root
     from benchmark.task import resolve
     from leka import ir
     from leka import tvm_adapter as A
+
+    task_path, backend, cache_dir, work, trials, seed = json.loads(args)
+    task = resolve(task_path)
+    root = load_root(task, cache_dir)
+    target = A.make_target(backend)
+    lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target)
+    A.tune_relax(lowered, target, work, trials, seed=seed)
+    cand = tuned_candidate(task, backend, root, work)
+    (Path(work) / "tuned_candidate.json").write_text(cand.model_dump_json())
+
+
+def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
+    from benchmark.evaluator import Evaluator
+    from benchmark.task import resolve
     from leka.core.config import load_config
     from leka.run import baseline_label, new_run_dir
 
@@ -51,20 +81,20 @@ def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
     run_dir = new_run_dir(ctx.out, f"ms-{task.id}", job.seed)
     work = run_dir / "ms_db"
     work.mkdir()
-    root = load_root(task, cfg.baseline.cache_dir)
-    target = A.make_target(job.backend)
-    lowered = A.lower(ir.relax_module(ir.root_candidate(task, job.backend, root), root.params), target)
     ev = Evaluator(lcfg.evaluator, job.backend, lcfg.baseline)
     rounds, best, best_cand, clock, trials = [], 0.0, None, 0.0, 0
     max_rounds = cfg.budget.max_evals or 10_000
     while clock < job.budget_s and len(rounds) < max_rounds:
         t0 = time.monotonic()
-        A.tune_relax(lowered, target, str(work), cfg.metaschedule.round_trials, seed=job.seed + len(rounds))
+        _tune_round(str(task.path), job.backend, cfg.baseline.cache_dir, work, cfg.metaschedule.round_trials,
+                    job.seed + len(rounds))
         clock += time.monotonic() - t0
         trials += cfg.metaschedule.round_trials
         if clock > job.budget_s and rounds:
             break  # this round ended after the budget: MetaSchedule's answer is the previous one
-        cand = tuned_candidate(task, job.backend, root, str(work))
+        from leka import ir
+
+        cand = ir.Candidate.model_validate_json((work / "tuned_candidate.json").read_text())
         res = ev.evaluate(task, cand)
         rounds.append({"clock_s": round(clock, 2), "trials": trials, "speedup": res.speedup,
                        "correct": res.correct, "timing_valid": res.timing_valid, "error": res.error_kind})
@@ -86,3 +116,7 @@ def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
                       extra={"ms_trials": trials, "ms_rounds": len(rounds),
                              # a first round longer than the budget is kept (else there is no answer), and said
                              "first_round_over_budget": bool(rounds and rounds[0]["clock_s"] > job.budget_s)})
+
+
+if __name__ == "__main__":
+    _tune_main(sys.argv[1])
