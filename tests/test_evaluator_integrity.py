@@ -239,8 +239,9 @@ def test_input_keyed_memo_loses_its_advantage(task, root, tmp_path):
     assert r_old.speedup > 4 * r_honest.speedup, (r_old.speedup, r_honest.speedup)  # the attack worked before
     if r_new.error_kind == "stale_output":
         assert not r_new.correct
-    else:
-        assert r_new.correct and r_new.speedup < 1.5 * r_honest.speedup, (r_new.speedup, r_honest.speedup)
+    else:  # bounds far from the memo's advantage (a memcpy against ~100k dependent adds), not the noise
+        assert r_new.correct and r_new.speedup < 3 * r_honest.speedup, (r_new.speedup, r_honest.speedup)
+        assert r_old.speedup > 20 * r_new.speedup, (r_old.speedup, r_new.speedup)
 
 
 def test_background_thread_kernel_fails_at_runtime_too(task, root, tmp_path):
