@@ -239,13 +239,15 @@ def test_input_keyed_memo_loses_its_advantage(task, root, tmp_path):
     assert r_old.speedup > 4 * r_honest.speedup, (r_old.speedup, r_honest.speedup)  # the attack worked before
     if r_new.error_kind == "stale_output":
         assert not r_new.correct
-    else:
-        assert r_new.correct and r_new.speedup < 1.5 * r_honest.speedup, (r_new.speedup, r_honest.speedup)
+    else:  # bounds far from the memo's advantage (a memcpy against ~100k dependent adds), not the noise
+        assert r_new.correct and r_new.speedup < 3 * r_honest.speedup, (r_new.speedup, r_honest.speedup)
+        assert r_old.speedup > 20 * r_new.speedup, (r_old.speedup, r_new.speedup)
 
 
 def test_background_thread_kernel_fails_at_runtime_too(task, root, tmp_path):
     res = _ev(tmp_path, static_check=False).evaluate(task, _cand(task, root, BACKGROUND, "bg_rt", reps=50))
-    assert not res.correct and res.error_kind in ("mismatch", "stale_output"), (res.error_kind, res.error)
+    # the output is read while the thread has not written it: whatever the buffer held (NaN included)
+    assert not res.correct and res.error_kind in ("mismatch", "nan", "stale_output"), (res.error_kind, res.error)
 
 
 def test_process_state_change_hidden_from_the_static_check_is_caught(task, root, tmp_path):
