@@ -40,8 +40,9 @@ N_CTX = 8192
 # were the slowest setting.
 DEFAULT_THREADS = 2
 # What `leka llm serve` prints: grammar-constrained JSON, small schemas, prompts bounded to the
-# context and, because a CPU reads prompts at tens of tokens per second, to 1600 tokens.
-SPEC_OPTIONS = f"json_schema=true&small_schema=true&context_tokens={N_CTX}&prompt_tokens=1600&max_tokens=768"
+# context and, because a CPU reads prompts at tens of tokens per second, to 1600 tokens; a
+# request may take minutes here, so the timeout is 600 s.
+SPEC_OPTIONS = f"json_schema=true&small_schema=true&context_tokens={N_CTX}&prompt_tokens=1600&max_tokens=768&timeout_s=600"
 
 MISSING = "run `make llm-local` first"
 
