@@ -141,6 +141,8 @@ def run_arm(tid: str, arm: str, args, spec: str, out: Path) -> None:
     folder = out / arm / tid
     common = ["--set", f"evaluator.timing_budget_s={args.timing_budget}", "--quiet"]
     limit = args.budget_s + 900
+    if arm != "rules":
+        common += [x for kv in args.llm_set for x in ("--set", kv)]
     if arm == "oneshot":
         rc, wall, err = leka("oneshot", "--task", tid, "--model", spec, "--out", str(folder), *common, timeout=limit)
     else:
@@ -173,8 +175,11 @@ def collect_task(tid: str, out: Path, agg: Agg) -> dict[str, Any]:
             o = json.loads((rd / "oneshot.json").read_text()) if (rd / "oneshot.json").is_file() else {}
             row["oneshot"] = {k: o.get(k) for k in ("compile_at_1", "correct_at_1", "fast_at_1", "speedup")}
             for e in o.get("edits", []):
-                agg.kind[("oneshot", e["level"], e["kind"])]["evaluated"] += int(bool(o.get("compile_at_1")))
-                agg.kind[("oneshot", e["level"], e["kind"])]["correct"] += int(bool(o.get("correct_at_1")))
+                k = agg.kind[("oneshot", e["level"], e["kind"])]
+                k["evaluated"] += int(bool(o.get("compile_at_1")))
+                k["correct"] += int(bool(o.get("correct_at_1")))
+                if o.get("correct_at_1") and o.get("speedup"):
+                    k["best"] = max(k.get("best", 0.0), o["speedup"])
             continue
         agg.add_nodes(arm, tree_nodes(rd))
         s = json.loads((rd / "summary.json").read_text()) if (rd / "summary.json").is_file() else {}
@@ -281,6 +286,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "experiments" / "out" / "bench_llm_local"))
     ap.add_argument("--llm-routing", default="round_robin",
                     help="routing of the llm arm (profile = one more model call per step)")
+    ap.add_argument("--llm-set", action="append", default=[], help="extra --set for the llm and oneshot arms")
     ap.add_argument("--report-only", action="store_true", help="only write the table from --out's run folders")
     ap.add_argument("--md", default="")
     args = ap.parse_args()

@@ -40,8 +40,9 @@ N_CTX = 8192
 # were the slowest setting.
 DEFAULT_THREADS = 2
 # What `leka llm serve` prints: grammar-constrained JSON, small schemas, prompts bounded to the
-# context and, because a CPU reads prompts at tens of tokens per second, to 1600 tokens.
-SPEC_OPTIONS = f"json_schema=true&small_schema=true&context_tokens={N_CTX}&prompt_tokens=1600&max_tokens=768"
+# context and, because a CPU reads prompts at tens of tokens per second, to 1600 tokens; a
+# request may take minutes here, so the timeout is 600 s.
+SPEC_OPTIONS = f"json_schema=true&small_schema=true&context_tokens={N_CTX}&prompt_tokens=1600&max_tokens=768&timeout_s=600"
 
 MISSING = "run `make llm-local` first"
 
@@ -210,6 +211,14 @@ def stop_server(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
 def serve(port: int = 8080, threads: int = DEFAULT_THREADS, n_ctx: int = N_CTX) -> None:
     """`leka llm serve`: start, print the --model spec, block until Ctrl-C, stop the server."""
     check_ready()
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # Ctrl-C, and also SIGTERM and a SIGINT that a background shell set to "ignore": the server runs
+    # in its own session (so a terminal's Ctrl-C reaches only us) and must be stopped by us.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, interrupt)
     print(f"starting {MODEL_ALIAS} on 127.0.0.1:{port} (n_ctx {n_ctx}, {threads} thread(s)) ...", flush=True)
     proc = start_server(port, threads, n_ctx=n_ctx)
     print("ready. Use:\n"
