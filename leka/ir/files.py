@@ -169,6 +169,11 @@ def load_candidate(task: Task, path: str | Path, backend: str = "llvm", *, workd
     if p.is_dir() and (run_cand := _run_candidate_json(p)) is not None:
         p = run_cand  # a run folder (its best node), RUN_DIR/nodes/N, or a folder with a candidate.json
     if p.is_dir():
+        if not (p / "relax.py").is_file():
+            from leka.core.types import UserError
+
+            raise UserError(f"{p}: no candidate.json and no relax.py (give a run folder, RUN_DIR/nodes/N, a "
+                            "candidate folder or a candidate file)")
         return read_candidate(task, p, backend, workdir=workdir)
     if p.suffix == ".json":
         try:
