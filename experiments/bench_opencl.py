@@ -54,7 +54,7 @@ def one_task(tid: str, budget: float, out: str, device: str) -> dict:
     row.update(best_node=s["best_node"], best_is_root=bool(best and root and best.id == root.id),
                compiled=bool(br and br.compiled), correct=bool(s["best_correct"]),
                speedup=s["best_speedup_vs_untuned"], timing_valid=s.get("best_timing_valid"),
-               nodes=s["nodes_by_level"], evals=s["evaluations"], run_dir=s["run_dir"])
+               nodes=s["nodes_by_level"], evals=s["evaluations"], run_dir=os.path.relpath(s["run_dir"], ROOT))
     row["fast"] = bool(row["correct"] and not row["best_is_root"] and (row["speedup"] or 0) >= 1.0)
     return row
 
