@@ -110,7 +110,7 @@ def test_rpc_board_checks_and_times(board, task, tmp_path):
 
 def _kill_when_busy(tr, srv, key: str, delay_s: float, done: threading.Event) -> None:
     """Kill the board once the tracker hands it out (its session is the evaluation's)."""
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 300
     seen_free = False
     while time.monotonic() < deadline and not done.is_set():
         try:
@@ -128,7 +128,8 @@ def _kill_when_busy(tr, srv, key: str, delay_s: float, done: threading.Event) ->
 def test_board_disconnect_mid_evaluation_is_a_failed_result(board, task, tmp_path, plugin):
     tr, srv, dev = board
     # a long timing phase, so the kill lands while the board is in use
-    ev = Evaluator(_cfg(min_pairs=200, max_pairs=200, timing_budget_s=60.0, sample_s=0.05),
+    # a loaded machine builds slowly and a server may register late: a timeout well past both
+    ev = Evaluator(_cfg(min_pairs=200, max_pairs=200, timing_budget_s=60.0, sample_s=0.05, timeout_s=400),
                    backend="opencl", cache_dir=str(tmp_path), device=dev)
     done = threading.Event()
     killer = threading.Thread(target=_kill_when_busy, args=(tr, srv, "pocl", 1.0, done), daemon=True)
@@ -139,7 +140,7 @@ def test_board_disconnect_mid_evaluation_is_a_failed_result(board, task, tmp_pat
     killer.join(5)
     assert not res.correct or res.speedup is None
     assert res.error_kind == "runtime" and f"device {dev.url}" in res.error, (res.error_kind, res.error)
-    assert time.monotonic() - t0 < 100  # failed, not hung until the evaluator's timeout
+    assert time.monotonic() - t0 < 390  # failed, not hung until the evaluator's timeout
     # the run goes on: a new board under the same key serves the next evaluation
     srv2 = remote.start_server(tracker=(tr.host, tr.port), key="pocl", load_library=plugin)
     try:
