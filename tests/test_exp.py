@@ -267,7 +267,7 @@ def test_flat_agent_interleaves_levels_and_tells_each_agent_its_level():
     assert got == [("L0", "L0-0"), ("L1", "L1-0"), ("L2", "L2-0"), ("L0", "L0-1"), ("L2", "L2-1"), ("L2", "L2-2")]
     assert [a.seen for a in agents.values()] == [["L0"], ["L1"], ["L2"]]
     assert FlatAgent(agents, ["L1"]).propose(None, ctx)[0].level == "L1"  # switched-off levels are not asked
-    assert FlatRouter(["L1", "L2"]).route(None, None, ctx).level == "L1"
+    assert FlatRouter(["L1", "L2"]).route(None, None, ctx)[0] == "L1"  # the loop's Router protocol: (level, reason)
 
 
 def test_cell_metrics_count_slowdowns_and_failures():

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from leka.exp.config import Job
-from leka.exp.presets import PRESETS, RECIPES
+from leka.exp.presets import ARMS, PRESETS, RECIPES
 from leka.exp.records import ArmContext, ArmOutcome
 
 
@@ -134,13 +133,13 @@ def arm_claude_code(job: Job, ctx: ArmContext) -> ArmOutcome:
                       evaluations=res.evals, extra={"status": res.status, "error": res.error})
 
 
-ARMS: dict[str, Callable[[Job, ArmContext], ArmOutcome]] = {
+ARMS.update({
     "leka": arm_leka,
     "flat": arm_flat,
     "oneshot": arm_oneshot,
     "metaschedule": arm_metaschedule,
     "claude_code": arm_claude_code,
-}
+})
 assert set(ARMS) == set(RECIPES), "every recipe of leka.exp.presets has an arm function"
 
 

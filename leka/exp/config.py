@@ -88,9 +88,10 @@ class ExpConfig(_S):
     @field_validator("arms")
     @classmethod
     def _arms(cls, v: list[ArmSpec]) -> list[ArmSpec]:
-        from leka.exp.presets import PRESETS
-        from leka.exp.presets import RECIPES as ARMS
+        from leka.exp.presets import ARMS, PRESETS, RECIPES
 
+        # the standard recipes, and any arm function registered beside them (leka.exp.arms.ARMS)
+        known = [*RECIPES, *(r for r in ARMS if r not in RECIPES)]
         v = [a if a.recipe else _preset(a, PRESETS) for a in v]
         if not v:
             raise ValueError("at least one arm")
@@ -99,8 +100,8 @@ class ExpConfig(_S):
         if dup:
             raise ValueError(f"duplicate arm name(s) {dup}")
         for a in v:
-            if a.recipe not in ARMS:
-                raise ValueError(f"arm {a.name!r}: unknown recipe {a.recipe!r}; use one of {', '.join(ARMS)}")
+            if a.recipe not in known:
+                raise ValueError(f"arm {a.name!r}: unknown recipe {a.recipe!r}; use one of {', '.join(known)}")
             for s in a.set:
                 if "=" not in s:
                     raise ValueError(f"arm {a.name!r}: override {s!r} is not key=value")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 RECIPES = ("leka", "flat", "oneshot", "metaschedule", "claude_code")
+# recipe name -> arm function: filled by leka.exp.arms (which imports this module, not the reverse)
+ARMS: dict[str, Any] = {}
 
 # name -> (recipe, LEKA run overrides, one-line description): the standard arms of the study
 PRESETS: dict[str, tuple[str, list[str], str]] = {
