@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.timing import paired_timing, tvm_timer
+from benchmark.timing import paired_timing, record, tvm_timer
 from benchmark.worker import _err, _flat_torch, _np, _short, compare
 from leka.core.devices import parse_device
 from leka.core.types import EvalResult
@@ -134,14 +134,7 @@ def _on_board(job: dict[str, Any], task, libs: dict[str, Path], res: EvalResult)
         tm = paired_timing(tvm_timer(cand, cand.to_device(inputs)), tvm_timer(base, base.to_device(inputs)), cfg)
     except Exception as e:  # noqa: BLE001
         raise DeviceError(f"timing: {_short(e)}") from e
-    res.speedup = tm["speedup"]
-    res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
-    res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
-    res.timing_valid = tm["spread"] <= cfg["max_spread"]
-    res.extra["number"] = tm["number"]
-    if not res.timing_valid:
-        _err(res, "timing_invalid", f"timing spread {tm['spread']:.3f} over the bound {cfg['max_spread']} "
-             "(evaluator.max_spread); speedup not trusted")
+    record(res, tm, cfg["max_spread"])
 
 
 def run_remote_job(job: dict[str, Any], out_path: str) -> None:

@@ -116,3 +116,17 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, An
     spread = (q[-1] - q[0]) / med if med > 0 else math.inf
     return {"speedup": med, "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
             "spread": spread, "pairs": pairs, "number": [nc, nb], "repeats": [rc, rb], "timing_s": time.perf_counter() - t0}
+
+
+def record(res, tm: dict[str, Any], max_spread: float) -> None:
+    """`paired_timing`'s answer into an EvalResult; a spread over `max_spread` marks the speedup untrusted
+    (error_kind timing_invalid, the result still correct)."""
+    res.speedup = tm["speedup"]
+    res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
+    res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
+    res.timing_valid = tm["spread"] <= max_spread
+    res.extra["number"] = tm["number"]
+    if not res.timing_valid:
+        res.error_kind = "timing_invalid"
+        res.error = (f"timing spread {tm['spread']:.3f} over the bound {max_spread} (evaluator.max_spread); "
+                     "speedup not trusted")

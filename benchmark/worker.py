@@ -371,15 +371,8 @@ def time_step(st: JobState) -> bool:
     except process_state.ProcessStateChanged as e:
         _err(res, "process_state", f"during timing: {e}")
         return False
-    res.speedup = tm["speedup"]
-    res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
-    res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
-    res.timing_valid = tm["spread"] <= cfg["max_spread"]
-    res.extra["number"] = tm["number"]
+    timing.record(res, tm, cfg["max_spread"])
     res.extra["timing_input_sets"] = n_sets
-    if not res.timing_valid:
-        _err(res, "timing_invalid", f"timing spread {tm['spread']:.3f} over the bound "
-             f"{cfg['max_spread']} (evaluator.max_spread); speedup not trusted")
     return True
 
 
@@ -399,14 +392,7 @@ def _gpu_time_step(st: JobState) -> bool:
     st.dmem.sample()
     res.peak_device_bytes = st.dmem.bytes()
     res.extra["timer"] = "device (CUDA events), L2 flushed before each call"
-    res.speedup = tm["speedup"]
-    res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
-    res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
-    res.timing_valid = tm["spread"] <= cfg["max_spread"]
-    res.extra["number"] = tm["number"]
-    if not res.timing_valid:
-        _err(res, "timing_invalid", f"timing spread {tm['spread']:.3f} over the bound "
-             f"{cfg['max_spread']} (evaluator.max_spread); speedup not trusted")
+    timing.record(res, tm, cfg["max_spread"])
     return True
 
 
