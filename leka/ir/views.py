@@ -11,35 +11,10 @@ from typing import Any
 
 from leka import ir
 from leka import tvm_adapter as A
+from leka.core.text import elide
 from leka.ir import Candidate
 from leka.ir import l2 as L2
 from leka.ir.classify import classify
-
-
-def elide(text: str, max_chars: int) -> str:
-    """Keep the head and the tail, drop whole lines in the middle."""
-    if len(text) <= max_chars:
-        return text
-    lines = text.splitlines()
-    budget = max(max_chars - 60, 0)
-    head: list[str] = []
-    tail: list[str] = []
-    used = 0
-    i, j = 0, len(lines) - 1
-    while i <= j:
-        take_head = len(head) <= len(tail)
-        ln = lines[i] if take_head else lines[j]
-        if used + len(ln) + 1 > budget:
-            break
-        used += len(ln) + 1
-        if take_head:
-            head.append(ln)
-            i += 1
-        else:
-            tail.append(ln)
-            j -= 1
-    n = j - i + 1
-    return "\n".join(head + [f"... [{n} lines elided] ..."] + tail[::-1])
 
 
 def relax_view(c: Candidate, max_chars: int = 12000) -> str:

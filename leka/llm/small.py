@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from leka.core.text import elide
 from leka.llm.prompting import EDIT_TOOL_NAME, L0_PASSES
 
 # Measured against Qwen2.5's tokenizer on these prompts (TVMScript, Python, prose): about 3.3
@@ -42,26 +43,7 @@ def messages_tokens(texts: list[str]) -> int:
 
 
 def _elide(text: str, max_chars: int) -> str:
-    """Head and tail kept, whole lines dropped from the middle (as leka.views.elide, without TVM)."""
-    if len(text) <= max_chars:
-        return text
-    lines = text.splitlines()
-    keep_head, keep_tail, used = [], [], 0
-    budget = max(max_chars - 40, 0)
-    i, j = 0, len(lines) - 1
-    while i <= j:
-        take_head = len(keep_head) <= len(keep_tail)
-        ln = lines[i] if take_head else lines[j]
-        if used + len(ln) + 1 > budget:
-            break
-        used += len(ln) + 1
-        if take_head:
-            keep_head.append(ln)
-            i += 1
-        else:
-            keep_tail.append(ln)
-            j -= 1
-    return "\n".join(keep_head + [f"... [{j - i + 1} lines elided] ..."] + keep_tail[::-1])
+    return elide(text, max_chars, margin=40)
 
 
 def fit_views(render: Callable[[dict[str, str]], list[str]], views: dict[str, str], budget_tokens: int,
