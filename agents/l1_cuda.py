@@ -44,9 +44,9 @@ def cuda_trace(func, info: KernelInfo, threads: int, vec: int = 1) -> list[dict[
     return r.steps
 
 
-def cuda_matmul_trace(func, info: KernelInfo, tile: int) -> list[dict[str, Any]] | None:
-    """GEMM-like main block: a tile x tile output block per CUDA block, one output per thread."""
-    r = Recorder(func)
+def _gemm_main(r: Recorder, info: KernelInfo):
+    """What both CUDA GEMM traces start from: the main block with its neighbours inlined around it,
+    its loops by iterator name and extent, and the two output axes to tile (None: loops don't match)."""
     main = info.block(info.main)  # type: ignore[arg-type]
     left = _inline_around(r, info, {main.name} | set(info.outputs))
     mb = r.block(main.name)
@@ -54,9 +54,18 @@ def cuda_matmul_trace(func, info: KernelInfo, tile: int) -> list[dict[str, Any]]
     if len(loops) != len(main.iters):
         return None
     vec, til = _pick_axes(info)
-    names = [v for v, _, _ in main.iters]
-    by_var = dict(zip(names, loops, strict=True))
+    by_var = dict(zip([v for v, _, _ in main.iters], loops, strict=True))
     ext = {v: e for v, _, e in main.iters}
+    return main, left, mb, by_var, ext, vec, til
+
+
+def cuda_matmul_trace(func, info: KernelInfo, tile: int) -> list[dict[str, Any]] | None:
+    """GEMM-like main block: a tile x tile output block per CUDA block, one output per thread."""
+    r = Recorder(func)
+    got = _gemm_main(r, info)
+    if got is None:
+        return None
+    main, left, mb, by_var, ext, vec, til = got
     if til is None or ext[vec] % tile or ext[til] % tile:
         return None
     j0, j1 = r.do("split", by_var[vec], [None, tile])
@@ -82,15 +91,10 @@ def cuda_matmul_shared_trace(func, info: KernelInfo, tile: int) -> list[dict[str
     reduction split by `tile`, both operands' tile x tile slices staged in shared memory once per
     reduction step and fetched cooperatively by the block's threads."""
     r = Recorder(func)
-    main = info.block(info.main)  # type: ignore[arg-type]
-    left = _inline_around(r, info, {main.name} | set(info.outputs))
-    mb = r.block(main.name)
-    loops = r.loops(mb)
-    if len(loops) != len(main.iters):
+    got = _gemm_main(r, info)
+    if got is None:
         return None
-    vec, til = _pick_axes(info)
-    by_var = dict(zip([v for v, _, _ in main.iters], loops, strict=True))
-    ext = {v: e for v, _, e in main.iters}
+    main, left, mb, by_var, ext, vec, til = got
     red = [v for v, k, _ in main.iters if k == "R"]
     if til is None or len(red) != 1 or ext[vec] % tile or ext[til] % tile or ext[red[0]] % tile:
         return None
