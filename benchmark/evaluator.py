@@ -28,7 +28,7 @@ class Evaluator:
                  runner: Runner | None = None, device: DeviceConfig | None = None):
         self.cfg = cfg or EvaluatorConfig()
         # where jobs run: a forked local child by default; an RPC device's runner takes the same jobs
-        self.runner: Runner = runner or LocalRunner(self.cfg.timeout_s, self.cfg.memory_cap_gb)
+        self.runner: Runner = runner or LocalRunner(self.cfg.timeout_s, self.cfg.memory_cap_gb, self.cfg.measure_slots)
         # None: this machine; else the remote device's config, handed to the child as a dict (the child
         # then runs benchmark/rpc_runner.py: build here, check and time on the board)
         self.device = device.model_dump(mode="json") if device is not None and parse_device(device.url) else None
@@ -37,6 +37,7 @@ class Evaluator:
         self.cache_dir = cache_dir or self.baseline.cache_dir
         self.n_evals = 0
         self.device_s = 0.0
+        self.wait_s = 0.0  # waiting for a measuring slot (benchmark/slots.py): not the run's time
 
     def evaluate(self, task: Task, candidate=None, *, time_it: bool = True, baseline: str | None = None,
                  profile: bool = False, export: str | None = None) -> EvalResult:
@@ -67,7 +68,11 @@ class Evaluator:
     def _run_child(self, job: dict[str, Any], task: Task) -> tuple[EvalResult, dict | None]:
         self.n_evals += 1
         t0 = time.perf_counter()
+        waited = 0.0
         try:
-            return self.runner.submit(job).result()
+            res, prof = self.runner.submit(job).result()
+            waited = float(res.extra.get("slot_wait_s", 0.0))
+            self.wait_s += waited
+            return res, prof
         finally:
-            self.device_s += time.perf_counter() - t0
+            self.device_s += time.perf_counter() - t0 - waited

@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import psutil
 
+from benchmark import slots
 from leka.core.types import EvalResult
 
 _CTX: Any = None
@@ -101,14 +102,21 @@ def _kill_group(pid: int) -> None:
 class LocalFuture:
     """A job in a forked child; `result()` watches it (timeout, memory cap) and reads its answer."""
 
-    def __init__(self, job: dict[str, Any], timeout_s: float, memory_cap_gb: float):
+    def __init__(self, job: dict[str, Any], timeout_s: float, memory_cap_gb: float, measure_slots: int = 0):
         self.job, self.timeout_s, self.cap = job, timeout_s, memory_cap_gb * 2**30
         fd, self.out_path = tempfile.mkstemp(prefix="leka-eval-", suffix=".json")
         os.close(fd)
         os.unlink(self.out_path)
+        # the whole child (build, check, time) holds a measuring slot (benchmark/slots.py); the wait
+        # for it is not part of the evaluation's timeout
+        self.slot = slots.acquire(measure_slots, job.get("backend", "llvm"))
         self.t0 = time.perf_counter()
-        self.proc = _context().Process(target=_child, args=(job, self.out_path), daemon=False)
-        self.proc.start()
+        try:
+            self.proc = _context().Process(target=_child, args=(job, self.out_path), daemon=False)
+            self.proc.start()
+        except BaseException:
+            self.slot.release()
+            raise
         self._result: tuple[EvalResult, dict | None] | None = None
 
     def done(self) -> bool:
@@ -148,6 +156,15 @@ class LocalFuture:
         return self._result
 
     def _collect(self) -> tuple[EvalResult, dict | None]:
+        try:
+            res, prof = self._collect_child()
+        finally:
+            self.slot.release()
+        if self.slot.index >= 0:
+            res.extra["slot_wait_s"] = round(self.slot.waited_s, 3)
+        return res, prof
+
+    def _collect_child(self) -> tuple[EvalResult, dict | None]:
         kill_kind, kill_msg, peak = self._watch()
         wall = time.perf_counter() - self.t0
         job = self.job
@@ -180,8 +197,8 @@ class LocalFuture:
 class LocalRunner:
     """Each job in a child process of this machine (the default runner)."""
 
-    def __init__(self, timeout_s: float = 600.0, memory_cap_gb: float = 8.0):
-        self.timeout_s, self.memory_cap_gb = timeout_s, memory_cap_gb
+    def __init__(self, timeout_s: float = 600.0, memory_cap_gb: float = 8.0, measure_slots: int = 0):
+        self.timeout_s, self.memory_cap_gb, self.measure_slots = timeout_s, memory_cap_gb, measure_slots
 
     def submit(self, job: dict[str, Any]) -> LocalFuture:
-        return LocalFuture(job, self.timeout_s, self.memory_cap_gb)
+        return LocalFuture(job, self.timeout_s, self.memory_cap_gb, self.measure_slots)

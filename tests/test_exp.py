@@ -183,6 +183,7 @@ def test_bench_eval_whole_candidate_from_run_folder(grid):
     ({"arms": [{"name": "leka"}, {"name": "leka"}], "tasks": {"ids": ["l1_gelu_tanh"]}}, "duplicate"),
     ({"arms": [{"name": "leka"}], "tasks": {"globs": ["/nonexistent/*.py"]}}, "matches no file"),
     ({"arms": [{"name": "leka"}], "tasks": {"ids": ["l1_gelu_tanh"]}, "budget": {"scale": 0}}, "scale"),
+    ({"arms": [{"name": "leka"}], "tasks": {"ids": ["l1_gelu_tanh"]}, "measure_slots": {"llvm": -1}}, "measure_slots"),
 ])
 def test_bad_config_exits_2_with_one_line(tmp_path, body, says):
     p = tmp_path / "bad.yaml"

@@ -34,6 +34,9 @@ class EvaluatorConfig(_Section):
     max_spread: float = 0.10  # timing valid if IQR/median of the per-pair ratios is under this
     poison: bool = True  # run on poison inputs before each checked run, so stale buffers fail
     overlap_baseline_build: bool = True  # build the TVM baseline on a second thread during the candidate build
+    # evaluations of this machine at once, across processes (benchmark/slots.py); 0 = no limit. A grid
+    # with LLM jobs sets it so jobs waiting on a model do not hold a measuring core
+    measure_slots: int = 0
     # integrity (issue 13, docs/threat_model.md)
     timing_input_sets: int = 2  # timed calls alternate between this many checked input sets; 1 = one fixed set
     check_timed_outputs: bool = True  # the last output of each timing sample is checked (stale_output)

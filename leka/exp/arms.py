@@ -34,7 +34,7 @@ def leka_overrides(job: Job, ctx: ArmContext) -> list[str]:
         sets.append(f"run.max_evals={cfg.budget.max_evals}")
     if cfg.model:
         sets.append(f"llm.model='{cfg.model}'")
-    return sets + list(cfg.run_set) + list(ctx.sets)
+    return sets + cfg.evaluator_sets(job.backend) + list(cfg.run_set) + list(ctx.sets)
 
 
 def _tree_outcome(summary: dict[str, Any]) -> ArmOutcome:

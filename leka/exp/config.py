@@ -83,6 +83,9 @@ class ExpConfig(_S):
     metaschedule: MetaScheduleArmSpec = Field(default_factory=MetaScheduleArmSpec)
     run_set: list[str] = Field(default_factory=list)  # key=value overrides for every LEKA run (evaluator.*)
     resources: dict[str, dict[str, float]] = Field(default_factory=dict)  # backend -> Ray resources per job
+    # backend -> evaluations at once per machine (benchmark/slots.py); a job then needs only a small Ray
+    # share (resources) while it waits on an LLM, and its evaluations queue for a measuring slot
+    measure_slots: dict[str, int] = Field(default_factory=dict)
     opencl_device_key: str = "opencl-board"  # custom Ray resource a board job holds
 
     @field_validator("arms")
@@ -107,12 +110,20 @@ class ExpConfig(_S):
                     raise ValueError(f"arm {a.name!r}: override {s!r} is not key=value")
         return v
 
+    def evaluator_sets(self, backend: str) -> list[str]:
+        """key=value overrides every evaluator of a job of this backend takes (its runs' and the judge's)."""
+        n = self.measure_slots.get(backend, 0)
+        return [f"evaluator.measure_slots={n}"] if n > 0 else []
+
     @model_validator(mode="after")
     def _check(self) -> ExpConfig:
         if not self.seeds:
             raise ValueError("seeds: at least one")
         if self.budget.scale <= 0:
             raise ValueError("budget.scale must be more than zero")
+        bad = {b: n for b, n in self.measure_slots.items() if n < 0 or b not in ("llvm", "cuda", "opencl")}
+        if bad:
+            raise ValueError(f"measure_slots: {bad} (a backend name -> a count of 0 or more)")
         return self
 
 

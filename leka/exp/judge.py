@@ -35,7 +35,7 @@ def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
     task = resolve(job.task)
     kind = "tuned" if cfg.baseline.tuned_trials else "untuned"  # 0 trials: untuned TVM is the reference
     lcfg = load_config([], [f"baseline.kind={kind}", f"baseline.trials={cfg.baseline.tuned_trials or 1}",
-                            f"baseline.cache_dir={cfg.baseline.cache_dir}", *cfg.run_set])
+                            f"baseline.cache_dir={cfg.baseline.cache_dir}", *cfg.evaluator_sets(job.backend), *cfg.run_set])
     ev = Evaluator(lcfg.evaluator, job.backend, lcfg.baseline)
     r = ev.evaluate(task, outcome.candidate)
     row.update(reference=r.baseline, compiled=r.compiled, correct=r.correct, speedup_ref=r.speedup, timing_valid_ref=r.timing_valid,

@@ -42,6 +42,7 @@ class RunContext:
     on_event: Callable[[str, dict[str, Any]], None] = lambda kind, info: None
     focus: Focus = field(default_factory=Focus)
     t_mark: float = field(default_factory=time.monotonic)
+    wait_mark: float = 0.0  # the evaluator's slot waiting (benchmark/slots.py) counted up to t_mark
 
     @property
     def workdir(self) -> Path:
@@ -54,10 +55,12 @@ class RunContext:
     # ---- budget -------------------------------------------------------------------------------
     def tick(self, state: RunState) -> float:
         """Wall clock used so far, across resumes (time before the last checkpoint of a killed run
-        is counted; the gap until the resume is not)."""
+        is counted; the gap until the resume is not). Time spent waiting for a measuring slot, which
+        other jobs of a grid hold, is not counted either."""
         now = time.monotonic()
-        used = state.get("budget_used_s", 0.0) + (now - self.t_mark)
-        self.t_mark = now
+        waited = getattr(self.evaluator, "wait_s", 0.0) - self.wait_mark
+        used = state.get("budget_used_s", 0.0) + max(0.0, now - self.t_mark - waited)
+        self.t_mark, self.wait_mark = now, self.wait_mark + waited
         return used
 
     def over_budget(self, used_s: float, evals: int) -> str | None:

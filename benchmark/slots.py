@@ -1,0 +1,76 @@
+"""Measuring slots: at most N evaluations of one machine at a time, whoever starts them.
+
+A run spends most of an LLM policy's wall clock waiting for replies; only its evaluations need the
+machine. A grid (`leka exp run`) can then run more jobs than the machine has measuring slots: each
+job's Ray share is small, and every evaluation child takes one of `evaluator.measure_slots` slots
+for its whole life (build, check, time), so two evaluations never time each other's cores.
+
+A slot is a file lock (flock) in a directory shared by the machine's processes; the kernel releases
+it when its holder dies, so a killed job never keeps a slot. The time spent waiting for a slot is not
+charged to the run's wall-clock budget (leka/loop/context.py), so a job that waited is not
+penalised against one that did not.
+
+No tvm import here.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import time
+from pathlib import Path
+
+POLL_S = 0.05
+
+
+def slot_dir(backend: str) -> Path:
+    """Per machine and backend; LEKA_MEASURE_DIR overrides (tests, or a shared device host)."""
+    base = os.environ.get("LEKA_MEASURE_DIR") or tempfile.gettempdir()
+    return Path(base) / f"leka-measure-{os.getuid()}-{backend}"
+
+
+class Slot:
+    """One held slot: `release()` (idempotent) gives it back; `waited_s` is how long it took to get."""
+
+    def __init__(self, fd: int | None, index: int, waited_s: float):
+        self._fd, self.index, self.waited_s = fd, index, waited_s
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> Slot:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def acquire(n_slots: int, backend: str, timeout_s: float | None = None) -> Slot:
+    """Block until one of `n_slots` slots is free and take it. `n_slots <= 0`: no limit (a dummy slot).
+    Raises TimeoutError after `timeout_s` (None: wait as long as it takes)."""
+    if n_slots <= 0:
+        return Slot(None, -1, 0.0)
+    d = slot_dir(backend)
+    d.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    # each process starts its scan at its own slot, so waiting processes do not all hammer slot 0
+    start = os.getpid() % n_slots
+    while True:
+        for j in range(n_slots):
+            i = (start + j) % n_slots
+            fd = os.open(d / f"slot-{i}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            return Slot(fd, i, time.monotonic() - t0)
+        if timeout_s is not None and time.monotonic() - t0 > timeout_s:
+            raise TimeoutError(f"no measuring slot of {n_slots} free after {timeout_s:g} s ({d})")
+        time.sleep(POLL_S)
