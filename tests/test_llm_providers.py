@@ -168,9 +168,11 @@ def test_deadline_passes_during_the_call(server):
 
 def test_deadline_already_past_sends_nothing(server):
     p = make_provider("anthropic:claude-haiku-4-5", cfg())
-    with pytest.raises(BudgetExhausted):
+    with pytest.raises(BudgetExhausted) as e:
         p.complete(MSGS, deadline=time.monotonic() - 1)
     assert server.requests == []
+    # the stop reason a user reads: no monotonic clock readings ("used 8402.09 of 8402.08")
+    assert "wall-clock budget ended" in str(e.value) and " of " not in str(e.value)
 
 
 def test_ledger_call_and_token_limits(server):

@@ -107,8 +107,8 @@ class LekaError(Exception):
 class BudgetExhausted(LekaError):
     """A run's budget (wall clock, evaluations, LLM calls or tokens) is spent."""
 
-    def __init__(self, what: str, used: float, limit: float):
-        super().__init__(f"budget exhausted: {what} used {used:g} of {limit:g}")
+    def __init__(self, what: str, used: float, limit: float, message: str | None = None):
+        super().__init__(message or f"budget exhausted: {what} used {used:g} of {limit:g}")
         self.what, self.used, self.limit = what, used, limit
 
 

@@ -268,11 +268,13 @@ class Ledger:
 def call_timeout(timeout_s: float, deadline: float | None) -> float:
     """min(timeout_s, time left); raises BudgetExhausted once the deadline (time.monotonic()) is past.
 
-    BudgetExhausted's used/limit are monotonic clock readings here: the caller knows its own start."""
+    BudgetExhausted's used/limit are monotonic clock readings here (the caller knows its own start); its
+    message says only that the run's wall clock is spent."""
     if deadline is None:
         return timeout_s
     now = time.monotonic()
     left = deadline - now
     if left <= 0:
-        raise BudgetExhausted("wall_clock", now, deadline)
+        raise BudgetExhausted("wall_clock", now, deadline, message="budget exhausted: the run's wall-clock "
+                              f"budget ended {-left:.1f} s before this LLM call")
     return min(timeout_s, left)
