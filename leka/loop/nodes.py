@@ -145,7 +145,10 @@ def evaluate(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     """Evaluate whatever is still `proposed` (this also picks up the work of a killed run)."""
     ctx = runtime.context
     evals = state.get("evals", 0)
-    pending = [n for n in (state.get("proposed") or []) if ctx.tree.get(n).status == "proposed"]
+    proposed = state.get("proposed") or []
+    pending = [n for n in proposed if ctx.tree.get(n).status == "proposed"]
+    # on a resume, nodes of this batch evaluated after the last checkpoint (before the kill) count too
+    evals += len(proposed) - len(pending)
     for nid in pending:
         used = ctx.tick(state)
         state = {**state, "budget_used_s": used}
