@@ -176,6 +176,30 @@ def test_bench_eval_whole_candidate_from_run_folder(grid):
     assert r.returncode == 2 and "no candidate.json" in r.stderr
 
 
+def test_export_keeps_what_the_report_links_to_and_regenerates_it(grid, tmp_path):
+    dest = tmp_path / "export"
+    r = _leka("exp", "export", str(grid["exp_dir"]), str(dest), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert not list(dest.rglob("*.so")) and not list(dest.rglob("tree.sqlite"))
+    st = Store(dest)
+    try:
+        rows = [row for row in st.results() if row.get("run_dir")]
+    finally:
+        st.close()
+    assert rows
+    for row in rows:
+        run = dest / row["run_dir"]
+        best = json.loads((run / "summary.json").read_text()).get("best_node")
+        if best is not None and (grid["exp_dir"] / row["run_dir"] / "nodes" / str(best)).is_dir():
+            assert (run / "nodes" / str(best) / "candidate.json").is_file()
+    md = (grid["exp_dir"] / "report.md").read_text()
+    r = _leka("exp", "report", str(dest), timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (dest / "report.md").read_text() == md
+    r = _leka("exp", "export", str(grid["exp_dir"]), str(dest), timeout=120)
+    assert r.returncode == 2 and "not empty" in r.stderr
+
+
 @pytest.mark.parametrize("body, says", [
     ({"arms": [{"name": "leka"}], "tasks": {"ids": ["l1_gelu_tanh"]}, "bogus": 1}, "bogus"),
     ({"arms": [{"name": "mystery"}], "tasks": {"ids": ["l1_gelu_tanh"]}}, "mystery"),

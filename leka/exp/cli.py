@@ -110,6 +110,22 @@ def report_cmd(exp_dir: str = typer.Argument(..., help="EXP_DIR")) -> None:
     console.print(f"report: {', '.join(str(p) for p in paths)}")
 
 
+@app.command("export")
+def export_cmd(exp_dir: str = typer.Argument(..., help="EXP_DIR"),
+               dest: str = typer.Argument(..., help="an empty or new folder")) -> None:
+    """Copy what the report needs (rows, report, the run folders' small files, each job's best candidate)
+    into DEST, to commit or share; `leka exp report DEST` regenerates the report from it."""
+    from leka.exp.export import export
+
+    src = _exp_dir(exp_dir)
+    try:
+        counts = export(src, Path(dest))
+    except FileExistsError as e:
+        raise UserError(str(e)) from None
+    console.print(f"exported {counts['files']} files ({counts['bytes'] / 2**20:.1f} MiB) to {dest}"
+                  + (f"; {counts['skipped_large']} over 2 MiB left out" if counts["skipped_large"] else ""))
+
+
 @app.command("arms")
 def arms_cmd() -> None:
     """The arm presets (name, recipe, overrides, what it tests)."""
