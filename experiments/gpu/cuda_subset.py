@@ -28,6 +28,7 @@ import json
 import math
 import multiprocessing as mp
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,7 +70,12 @@ def one_run(tid: str, out: Path, budget: str, extra: list[str]) -> dict:
             tree = Tree(dirs[-1], create=False)
             (out / "best").mkdir(exist_ok=True)
             art = tree.artifact(s["best_node"], "candidate.json")
-            (out / "best" / f"{tid}.json").write_text(art if isinstance(art, str) else art.decode())
+            cand = json.loads(art if isinstance(art, str) else art.decode())
+            if cand.get("params_file"):  # an L0 edit's parameters live in the run's work folder: copied along
+                npz = out / "best" / f"{tid}.npz"
+                shutil.copyfile(cand["params_file"], npz)
+                cand["params_file"] = npz.name
+            (out / "best" / f"{tid}.json").write_text(json.dumps(cand))
             tree.close()
     else:
         row["error"] = log.read_text()[-800:]
@@ -130,6 +136,16 @@ def _time(timers: dict, target_s: float = 0.05, samples: int = 7) -> dict[str, f
     return {k: statistics.median(v) for k, v in got.items()}
 
 
+def load_best(out: Path, tid: str):
+    """DIR/best/TASK.json as a Candidate; its L0 parameters (if any) from DIR/best/TASK.npz beside it."""
+    from leka import ir
+
+    d = json.loads((out / "best" / f"{tid}.json").read_text())
+    if d.get("params_file") and not Path(d["params_file"]).is_absolute():
+        d["params_file"] = str((out / "best" / d["params_file"]).resolve())
+    return ir.Candidate.model_validate(d)
+
+
 def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None = None,
                tune: bool = True) -> dict:
     if gpu is not None:  # before torch / TVM touch CUDA in this (spawned) process
@@ -153,7 +169,7 @@ def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None
         task = resolve(row["task"])
         root = load_root(task, cache_dir)
         target = A.make_target("cuda")
-        best = ir.Candidate.model_validate_json((Path(out) / "best" / f"{row['task']}.json").read_text())
+        best = load_best(Path(out), row["task"])
         t0 = time.time()
         ms = None
         if trials:
@@ -205,7 +221,11 @@ def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None
                     with torch.no_grad():
                         fn(*tin)
 
-                call()
+                try:
+                    call()
+                except Exception as e:  # noqa: BLE001 - a model that cannot run on the GPU loses its cell only
+                    res[f"{key}_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+                    continue
                 timers[key] = gpu_timing.torch_cuda_timer(call, fl).sample
             res["t"] = _time(timers)
         tb = res["t"]["best"]
@@ -284,14 +304,14 @@ def cmd_render(args) -> None:
         lines.append(f"| {r['task']} | {fmt(r.get('best_speedup_vs_untuned'))} | {r.get('best_correct')} | "
                      f"{t.get('best_check', t.get('error', '-')[:40].replace('|', '/'))} | {fmt(vs.get('dlight'))} | "
                      f"{fmt(vs.get('ms')) if 'ms_error' not in t else 'no MS'} | {fmt(vs.get('eager'))} | "
-                     f"{fmt(vs.get('compile')) if 'compile_error' not in t else 'compile failed'} | "
+                     f"{fmt(vs.get('compile')) if 'compile_error' not in t else 'failed'} | "
                      f"{n.get('L0', 0)}/{n.get('L1', 0)}/{n.get('L2', 0)} | {r.get('evaluations')} | "
                      f"{fmt((t.get('t') or {}).get('best', None) and t['t']['best'] * 1e6, '.1f')} |")
     lines += ["", "geomean: " + ", ".join(f"vs {k} {fmt(geomean(v))}x" for k, v in cols.items()),
               f"correct best: {sum(1 for r in rows if r.get('best_correct'))}/{len(rows)}; "
               f"trees with all three levels: {sum(1 for r in rows if all((r.get('nodes_by_level') or {}).get(lv) for lv in ('L0', 'L1', 'L2')))}/{len(rows)}"]
-    errs = [f"- {k}: {v.get('error') or v.get('ms_error') or v.get('compile_error')}".splitlines()[0][:300]
-            for k, v in results.items() if v.get("error") or v.get("ms_error") or v.get("compile_error")]
+    kinds = ("error", "ms_error", "eager_error", "compile_error")
+    errs = [f"- {k} ({e}): {v[e]}".splitlines()[0][:300] for k, v in results.items() for e in kinds if v.get(e)]
     if errs:
         lines += ["", "Errors:", *errs]
     (out / "table.json").write_text(json.dumps({"rows": rows, "timings": results}, indent=1))

@@ -52,7 +52,7 @@ step() {  # step NAME TIMEOUT_S CMD...: logged, timed out, never fatal
   return $rc
 }
 
-on_gpu() { local g=$1; shift; CUDA_VISIBLE_DEVICES=$g LEKA_GPU_LOCK=/tmp/leka-gpu-lock-$g "$@"; }
+
 
 setup() {
   if [ -f "$here/../.devtvm2/unpack.sh" ]; then . "$here/../.devtvm2/unpack.sh" || return 3; fi
@@ -71,18 +71,18 @@ print('leka from', leka.__file__); print('torch', torch.__version__, 'tvm', tvm.
 print('cuda backend missing:', get_backend('cuda').unavailable())"
 }
 
-s_smoke() { step smoke 120 on_gpu 0 python3 -m leka.cli bench eval l1_mish --backend cuda --set baseline.cache_dir=$WORK/cache; }
-s_tests() { step gpu_tests "${1:-260}" on_gpu 0 python3 -m pytest tests/test_gpu.py -m "gpu or not slow" -q -p no:cacheprovider -rA; }
+s_smoke() { step smoke 120 env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0 python3 -m leka.cli bench eval l1_mish --backend cuda --set baseline.cache_dir=$WORK/cache; }
+s_tests() { step gpu_tests "${1:-260}" env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0 python3 -m pytest tests/test_gpu.py -m "gpu or not slow" -q -p no:cacheprovider -rA; }
 s_run2m() {
   rm -rf "$WORK/run2m"
-  step leka_run_2m "${1:-220}" on_gpu 0 python3 -m leka.cli run --backend cuda --task l2_conv3x3_bn_relu --budget 2m \
+  step leka_run_2m "${1:-220}" env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0 python3 -m leka.cli run --backend cuda --task l2_conv3x3_bn_relu --budget 2m \
     --out "$WORK/run2m" "${FAST[@]}"
   local d; d=$(ls -d "$WORK"/run2m/*/ 2>/dev/null | head -1)
   [ -n "$d" ] && mkdir -p "$LOGS/run2m" && cp "$d"/summary.json "$d"/report.md "$d"/config.yaml "$LOGS/run2m/" 2>/dev/null
   pack
 }
 s_runs() {
-  step runs "${1:-$(left)}" on_gpu 0 python3 experiments/gpu/cuda_subset.py runs --out "$WORK/subset" --budget "$BUDGET" \
+  step runs "${1:-$(left)}" env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0 python3 experiments/gpu/cuda_subset.py runs --out "$WORK/subset" --budget "$BUDGET" \
     --jobs "$JOBS" "${FAST[@]}"
   mkdir -p "$LOGS/subset"
   cp -r "$WORK/subset/runs.json" "$WORK/subset/best" "$WORK/subset/logs" "$LOGS/subset/" 2>/dev/null
@@ -121,7 +121,7 @@ echo "== $what on $(hostname), $NGPU GPU(s), $(date -u +%H:%M:%S)" | tee -a "$OU
 case $what in
   call2)
     check_env > "$LOGS/env.log" 2>&1; cat "$LOGS/env.log"
-    [ "$NGPU" -ge 2 ] && tune_start 1
+    [ "$NGPU" -ge 2 ] && ! tune_running && tune_start 1
     s_smoke || { tail -30 "$LOGS/smoke.log"; [ "${GATE:-1}" = 1 ] && { tune_collect; exit 4; }; }
     tail -22 "$LOGS/smoke.log"
     s_run2m 220 & r2=$!
@@ -154,7 +154,7 @@ case $what in
     # a copy of ../shared/tvm-opencl), the ICD is the driver's
     export LEKA_TVM_OPENCL_SRC=${LEKA_TVM_OPENCL_SRC:-$here/.oclsrc}
     step opencl_build 150 python3 -m leka.cli opencl build --no-install-deps
-    step bench_opencl "$(left)" on_gpu 0 python3 experiments/bench_opencl.py --budget "${OPENCL_BUDGET:-15s}" \
+    step bench_opencl "$(left)" env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0 python3 experiments/bench_opencl.py --budget "${OPENCL_BUDGET:-15s}" \
       --out "$WORK/opencl" ${OPENCL_ARGS:-}
     mkdir -p "$LOGS/opencl"; cp "$WORK"/opencl/*.json "$WORK"/opencl/*.md "$LOGS/opencl/" 2>/dev/null; pack
     tail -40 "$LOGS/bench_opencl.log"
