@@ -110,6 +110,25 @@ def test_flushed_timer_runs_the_evaluators_flush():
     assert 0 < t < 0.1, t
 
 
+def test_metaschedule_on_gpu_tunes_the_unscheduled_kernels(tmp_path):
+    # the GPU's tuned baseline: the database applies to the kernels before DLight, DLight schedules the
+    # rest (an empty database: all of them); its cache folder is not the one of the older flow
+    from benchmark import baselines
+    from benchmark.roots import load_root
+    from benchmark.task import resolve
+    from leka import tvm_adapter as A
+
+    task = resolve("l1_mish")
+    root = load_root(task)
+    target = A.make_target("cuda")
+    funcs = A.prim_funcs(baselines.ms_input(task, "cuda", root, target))
+    assert funcs and not any(A.is_scheduled(f) for f in funcs.values())
+    tuned = A.prim_funcs(baselines.tuned_module(task, root, "cuda", target, str(tmp_path)))
+    assert tuned.keys() == funcs.keys() and all(A.is_scheduled(f) for f in tuned.values())
+    assert baselines.ms_dir(task, "cuda", 16, str(tmp_path)).name == "trials16-unscheduled"
+    assert baselines.ms_dir(task, "llvm", 16, str(tmp_path)).name == "trials16"
+
+
 def test_rule_agents_cuda_edits_build_without_a_gpu(tmp_path):
     # codegen needs no GPU: the L1 traces (thread binding, shared memory, vector loads) and the L2
     # CUDA source edits must apply and build here, nvcc-checked where nvcc exists
