@@ -44,6 +44,8 @@ W_NOVELTY = 0.15  # bonus for a level with no node in the run yet (context.extra
 # scores for all of them; a level whose payoff only shows once tried (an NHWC graph, a micro-kernel)
 # then never gets its chance. Four = the root plus one expansion of the level the profile chose.
 COVERAGE_EVALS = 4
+# check failures a graph-level rewrite can repair (the numbers are wrong, the program runs)
+NUMERIC_FAILURES = ("nan", "mismatch")
 
 
 class Route(BaseModel):
@@ -195,6 +197,14 @@ class HardwareSensingAgent:
         if isinstance(report, dict):
             report = ProfileReport.model_validate(report)
         if report is None or not report.kernels:
+            failed = context.extra.get("failed") if context is not None else None
+            excluded = set((context.extra.get("exclude_levels", []) if context is not None else []) or [])
+            if failed in NUMERIC_FAILURES and "L0" in self.layers and "L0" not in excluded:
+                # a wrong result (not a crash) that every schedule below would inherit: e.g. a root whose
+                # pow(x, 2) is NaN for negative x under CUDA's fast math; a graph rewrite changes the math
+                return Route(level="L0", mode=self.mode,
+                             reason=f"the candidate failed its check ({failed}), no profile: L0 first, a graph "
+                                    "rewrite (pow -> multiply, decomposition) changes the arithmetic itself")
             lv = "L1" if "L1" in self.layers else self.layers[0]
             return Route(level=lv, reason=f"no profile to read: default {lv}", mode=self.mode)
         scored = score_levels(report)

@@ -25,7 +25,18 @@ BASELINES = ("untuned", "tuned", "torch", "torch_compile", "ort")  # torch_compi
 def ms_dir(task: Task, backend: str, trials: int, cache_dir: str | None = None) -> Path:
     target = A.make_target(backend)
     tkey = hashlib.sha256(json.dumps(A.target_json(target), sort_keys=True).encode()).hexdigest()[:8]
-    return cache_root(cache_dir) / "ms" / f"{task.id}-{task.digest}" / f"{backend}-{tkey}" / f"trials{trials}"
+    # GPU databases are of the unscheduled kernels (ms_input) since 2026-11-30; the older ones, tuned on
+    # top of DLight's schedules, sit in plain trialsN folders and are not reused
+    flow = "-unscheduled" if A.is_gpu(target) else ""
+    return cache_root(cache_dir) / "ms" / f"{task.id}-{task.digest}" / f"{backend}-{tkey}" / f"trials{trials}{flow}"
+
+
+def ms_input(task: Task, backend: str, root: ir.Root, target):
+    """What MetaSchedule tunes and its database is applied to: the legalized, fused module before any
+    default schedule. On a GPU, DLight's default schedules come after the database, for the kernels it
+    does not cover (the database marks the ones it schedules `tirx.is_scheduled`, which DLight skips);
+    tuning after DLight would search on top of kernels already bound to threads."""
+    return A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target, gpu_schedule=False)
 
 
 def is_tuned(d: Path) -> bool:
@@ -41,17 +52,22 @@ def ensure_tuned(task: Task, backend: str = "llvm", trials: int = 64, cache_dir:
     d.mkdir(parents=True, exist_ok=True)
     root = load_root(task, cache_dir)
     target = A.make_target(backend)
-    lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target)
     t0 = time.time()
-    n = A.tune_relax(lowered, target, str(d), trials, seed=seed)
+    n = A.tune_relax(ms_input(task, backend, root, target), target, str(d), trials, seed=seed)
     (d / "DONE").write_text(json.dumps({"trials": trials, "tasks": n, "seconds": round(time.time() - t0, 1),
                                         "target": A.target_json(target)}))
     return d, False
 
 
+def tuned_module(task: Task, root: ir.Root, backend: str, target, work_dir: str):
+    mod = A.apply_tuning_db(ms_input(task, backend, root, target), target, work_dir)
+    if A.is_gpu(target):
+        mod = A.gpu_default_schedule(mod, target)  # DLight for what the database does not cover
+    return mod
+
+
 def tuned_executable(task: Task, root: ir.Root, backend: str, target, work_dir: str):
-    lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target)
-    return A.build(A.apply_tuning_db(lowered, target, work_dir), target)
+    return A.build(tuned_module(task, root, backend, target, work_dir), target)
 
 
 def cached_executable(task: Task, backend: str, target, what: str, build, cache_dir: str | None = None):

@@ -52,6 +52,22 @@ def gpu_lock(enabled: bool = True) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+_HELD: list = []  # the lock files this process holds until it exits (hold_gpu_lock)
+
+
+def hold_gpu_lock() -> None:
+    """Take the GPU lock for the rest of this process: the evaluation child checks and times until
+    it exits, and the kernel releases an flock when the process dies, however it dies. (A
+    `gpu_lock()` entered without a `with` is released at once: the dropped generator closes.)"""
+    if _HELD:
+        return
+    p = lock_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    f = open(p, "a+")  # noqa: SIM115 - kept open on purpose: the lock lives as long as the file
+    fcntl.flock(f, fcntl.LOCK_EX)
+    _HELD.append(f)
+
+
 class DeviceMemory:
     """GPU memory taken between `start()` and the highest `sample()`: the device's used bytes
     (total - free). Exact while this child holds the GPU lock alone on the device; TVM's pooled

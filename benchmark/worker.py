@@ -201,11 +201,11 @@ def build(st: JobState) -> bool:
     res.compiled = True
     res.planned_memory_bytes = A.planned_memory_bytes(st.built.lowered, st.target)
     dev = A.device_for(st.backend)
+    if st.base_prep is not None:
+        st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
     if st.gpu:
         _hold_gpu(st, dev)
     st.runner = A.VMRunner(st.built.executable, dev)
-    if st.base_prep is not None:
-        st.base_prep.wait()
     return True
 
 
@@ -216,7 +216,7 @@ def _hold_gpu(st: JobState, dev) -> None:
     if job.get("time") and job.get("baseline") in ("torch", "torch_compile"):
         st.torch_call = gpu_timing.torch_gpu_call(job["baseline"], st.task.make_model(),
                                                   [_np(t) for t in st.task.make_inputs(0)])
-    gpu_timing.gpu_lock().__enter__()
+    gpu_timing.hold_gpu_lock()  # until this child exits
     # a CUDA fault can abort the process before it writes a result: this marker tells the runner that
     # the child died on the GPU (benchmark/runner.py reports that as gpu_fault)
     Path(st.out_path + ".gpu").write_text("")

@@ -73,6 +73,62 @@ def test_gpu_lock_serialises_processes(tmp_path):
     assert spans[1][0] >= spans[0][1] - 1e-3, spans
 
 
+def test_evaluation_child_holds_the_gpu_lock_until_it_exits(tmp_path):
+    # the worker takes the lock without a `with` (checks and timing follow in other steps): it must
+    # stay held until the process ends, and be free once it has
+    import fcntl
+
+    lock = tmp_path / "lock"
+    code = (f"import os,sys,time; sys.path.insert(0, {str(ROOT)!r}); os.environ['LEKA_GPU_LOCK']={str(lock)!r}\n"
+            "from benchmark import gpu_timing\n"
+            "gpu_timing.hold_gpu_lock()\n"
+            "import gc; gc.collect(); print('held', flush=True); time.sleep(3)")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "held"
+    with open(lock, "a+") as f:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        p.wait(timeout=60)
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released with the process
+
+
+def test_flushed_timer_runs_the_evaluators_flush():
+    # time_flushed asks TVM's time evaluator for a flush before every timed call (cache_flush_bytes);
+    # on the CPU the same code path runs with host memory
+    import numpy as np
+
+    from leka import tvm_adapter as A
+
+    mod = A.parse_module("@I.ir_module\nclass Module:\n    @R.function\n"
+                         "    def main(x: R.Tensor((256,), dtype=\"float32\")) -> R.Tensor((256,), dtype=\"float32\"):\n"
+                         "        with R.dataflow():\n            y: R.Tensor((256,), dtype=\"float32\") = R.add(x, x)\n"
+                         "            R.output(y)\n        return y\n")
+    target = A.make_target("llvm")
+    r = A.VMRunner(A.build(A.lower(mod, target), target), A.device_for("llvm"))
+    fl = A.L2Flusher(r.dev, nbytes=1 << 20)
+    t = A.time_flushed(r, r.to_device([np.ones(256, dtype="float32")]), 5, fl)
+    assert 0 < t < 0.1, t
+
+
+def test_metaschedule_on_gpu_tunes_the_unscheduled_kernels(tmp_path):
+    # the GPU's tuned baseline: the database applies to the kernels before DLight, DLight schedules the
+    # rest (an empty database: all of them); its cache folder is not the one of the older flow
+    from benchmark import baselines
+    from benchmark.roots import load_root
+    from benchmark.task import resolve
+    from leka import tvm_adapter as A
+
+    task = resolve("l1_mish")
+    root = load_root(task)
+    target = A.make_target("cuda")
+    funcs = A.prim_funcs(baselines.ms_input(task, "cuda", root, target))
+    assert funcs and not any(A.is_scheduled(f) for f in funcs.values())
+    tuned = A.prim_funcs(baselines.tuned_module(task, root, "cuda", target, str(tmp_path)))
+    assert tuned.keys() == funcs.keys() and all(A.is_scheduled(f) for f in tuned.values())
+    assert baselines.ms_dir(task, "cuda", 16, str(tmp_path)).name == "trials16-unscheduled"
+    assert baselines.ms_dir(task, "llvm", 16, str(tmp_path)).name == "trials16"
+
+
 def test_rule_agents_cuda_edits_build_without_a_gpu(tmp_path):
     # codegen needs no GPU: the L1 traces (thread binding, shared memory, vector loads) and the L2
     # CUDA source edits must apply and build here, nvcc-checked where nvcc exists

@@ -211,6 +211,18 @@ def test_levels_already_tried_are_skipped_and_no_profile_has_a_default(mm_cases)
     assert HardwareSensingAgent(layers="L0,L2").route(cand, None, ctx()).level == "L0"
 
 
+def test_a_candidate_with_wrong_numbers_goes_to_l0_first(mm_cases):
+    # no profile (a failed check has none): NaN / mismatch -> L0, a crash or an L0 already tried -> default
+    cand, _ = mm_cases["root"]
+    agent = HardwareSensingAgent()
+    for kind in ("nan", "mismatch"):
+        r = agent.route(cand, None, ctx(failed=kind))
+        assert r.level == "L0" and kind in r.reason, r
+    assert agent.route(cand, None, ctx(failed="runtime")).level == "L1"
+    assert agent.route(cand, None, ctx(failed="nan", exclude_levels=["L0"])).level == "L1"
+    assert HardwareSensingAgent(layers="L1,L2").route(cand, None, ctx(failed="nan")).level == "L1"
+
+
 def test_a_kernel_with_an_l2_override_is_not_sent_back_to_l2(mm_cases):
     # the scalar profile as data, with its hot kernel marked as already overridden at L2
     cand, rep = mm_cases["scalar"]

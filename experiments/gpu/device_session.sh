@@ -1,58 +1,173 @@
 #!/bin/bash
-# One device session on the H200 (see experiments/gpu/README.md). Run from the copy of this tree on
-# the GPU machine, after TVM's two parts are unpacked (../shared/device/README.md):
-#   bash experiments/gpu/device_session.sh call2   smoke test, GPU tests, the 2-minute run, the 23 runs
-#   bash experiments/gpu/device_session.sh call3   the table (MetaSchedule, torch eager / compile)
-# Logs and results go to $OUT (what the device tool brings back); run folders to $WORK.
+# One device session on the H200 machine (experiments/gpu/README.md). Run from the copy of this tree
+# on the GPU machine, after TVM's part 1 is unpacked (../shared/device/README.md); part 2 is sourced
+# here. Every step logs to $WORK/out/STEP.log with a timeout, a failing step does not stop the ones
+# after it (except `smoke`, the gate of call2), and after each step $WORK/out is packed into
+# $OUT/<call>.tar.gz, so what is done comes back even when the call is cut off.
+#
+#   bash experiments/gpu/device_session.sh call2   setup; tuning started on GPU 1 (in its own session,
+#                                                  it outlives the call); GPU 0: smoke, GPU tests with
+#                                                  the 2-minute run beside them, the 23 subset runs
+#   bash experiments/gpu/device_session.sh call3   wait for / stop the tuning, then the table on every GPU
+#   bash experiments/gpu/device_session.sh opencl  the OpenCL plugin on NVIDIA's OpenCL, bench_opencl
+#   bash experiments/gpu/device_session.sh STEP    one step: setup smoke tests run2m runs tune table
+#
+# With one GPU, call2 does not tune; call3 tunes first (nothing else on the GPU), then times.
+# Environment: OUT (brought back), WORK (run folders, lasts while the machine stays up), BUDGET (per
+# subset run, 60s), JOBS (runs at once, 12), TRIALS (MetaSchedule, 16), TUNE_JOBS (8), CALL_LIMIT (s).
 set -uo pipefail
-what=${1:?call2 or call3}
+what=${1:?call2, call3, opencl or a step}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$here"
 OUT=${OUT:-/tmp/leka-out}
 WORK=${WORK:-/tmp/leka-gpu}
-mkdir -p "$OUT" "$WORK"
-export PYTHONUNBUFFERED=1 LEKA_CACHE=$WORK/cache
-if true; then  # cheap (seconds); a wheel added since the last call is then installed too
-  wh=${WHEELS:-$here/../.gpuwhl}
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$wh"/*.whl || exit 3
-fi
-export PYTHONPATH=$here:/tmp/site:${PYTHONPATH:-}
-budget=${BUDGET:-40s}
-jobs=${JOBS:-8}
-# quick timing on the shared GPU: evaluations queue for it (gpu_lock), so each holds it briefly
-FAST=(--set evaluator.timing_budget_s=1.0 --set evaluator.max_pairs=8 --set evaluator.sample_s=0.01
+LOGS=$WORK/out
+mkdir -p "$OUT" "$LOGS"
+export PYTHONUNBUFFERED=1 LEKA_CACHE=$WORK/cache PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
+BUDGET=${BUDGET:-60s}
+JOBS=${JOBS:-12}
+TRIALS=${TRIALS:-16}
+TUNE_JOBS=${TUNE_JOBS:-8}
+LIMIT=${CALL_LIMIT:-585}
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+# quick timing: evaluations queue for their GPU (gpu_lock), so each holds it briefly
+FAST=(--set evaluator.timing_budget_s=0.5 --set evaluator.max_pairs=6 --set evaluator.sample_s=0.01
       --set evaluator.timeout_s=200 --set baseline.cache_dir=$WORK/cache)
-if [ "$what" = call2 ]; then
-  {
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
-    python3 -c "import leka.cli, langgraph, pydantic, tenacity, xgboost, tvm, torch; from leka.backends import get_backend; print('imports ok; torch', torch.__version__, 'tvm', tvm.__version__, 'cuda missing:', get_backend('cuda').unavailable())"
-    timeout 150 python3 -m leka.cli bench eval l1_mish --backend cuda --set baseline.cache_dir=$WORK/cache
-  } > "$OUT/smoke.log" 2>&1
-  rc=$?
-  echo "smoke rc=$rc"; tail -30 "$OUT/smoke.log"
-  [ $rc = 0 ] || exit 4
-  (PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 timeout 240 python3 -m pytest -m gpu tests/test_gpu.py -q -p no:cacheprovider > "$OUT/gpu_tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu_tests.log") &
-  tests=$!
-  timeout 200 python3 -m leka.cli run --backend cuda --task l2_conv3x3_bn_relu --budget 2m --out $WORK/run2m \
-     "${FAST[@]}" > "$OUT/leka_run_2m.log" 2>&1
-  echo "leka run rc=$?" | tee -a "$OUT/leka_run_2m.log"
-  wait $tests
-  tail -8 "$OUT/gpu_tests.log"; tail -30 "$OUT/leka_run_2m.log"
-  d=$(ls -d $WORK/run2m/* 2>/dev/null | head -1)
-  tar -czf "$OUT/run2m.tar.gz" -C "$d" summary.json report.md config.yaml 2>/dev/null
-  [ -n "$d" ] && [ -f "$d/summary.json" ] || { echo "the 2-minute run left no summary: stopping here"; exit 5; }
-  left=$(( ${CALL_LIMIT:-585} - SECONDS - 15 ))  # what this call has left, the copy-out kept
-  timeout ${RUNS_TIMEOUT:-$left} python3 experiments/gpu/cuda_subset.py runs --out $WORK/subset --budget "$budget" --jobs "$jobs" \
-    "${FAST[@]}" > "$OUT/runs.log" 2>&1
-  echo "runs rc=$?"
-  tail -30 "$OUT/runs.log"
-  cp $WORK/subset/runs.json "$OUT/" 2>/dev/null
-  tar -czf "$OUT/subset_best.tar.gz" -C $WORK/subset best runs.json logs 2>/dev/null
-else
-  timeout ${TABLE_TIMEOUT:-480} python3 experiments/gpu/cuda_subset.py table --out $WORK/subset --trials "${TRIALS:-16}" \
-    --jobs "$jobs" --cache-dir $WORK/cache --budget-note "$budget" > "$OUT/table.log" 2>&1
-  echo "table rc=$?"
-  python3 experiments/gpu/cuda_subset.py render --out $WORK/subset >/dev/null 2>&1
-  cp $WORK/subset/table.md $WORK/subset/timings.jsonl $WORK/subset/meta.json "$OUT/" 2>/dev/null
-  tail -40 "$OUT/table.log"
-fi
+
+left() { echo $(( LIMIT - SECONDS - 20 )); }  # seconds this call has left, the packing kept
+
+pack() {  # everything so far, small files only, into the one archive of this call
+  local tmp="$WORK/.pack.$BASHPID.tgz"  # steps run side by side pack side by side
+  tar -czf "$tmp" -C "$LOGS" . 2>/dev/null && mv -f "$tmp" "$OUT/$what.tar.gz"
+}
+
+step() {  # step NAME TIMEOUT_S CMD...: logged, timed out, never fatal
+  local name=$1 limit=$2; shift 2
+  [ "$limit" -gt 5 ] || { echo "$name: skipped (no time left)" | tee -a "$OUT/steps.log"; return 9; }
+  local t0=$SECONDS
+  timeout "$limit" "$@" > "$LOGS/$name.log" 2>&1
+  local rc=$?
+  echo "$name: rc=$rc in $((SECONDS - t0))s (limit ${limit}s) at $(date -u +%H:%M:%S)" | tee -a "$OUT/steps.log"
+  pack
+  return $rc
+}
+
+
+
+setup() {
+  if [ -f "$here/../.devtvm2/unpack.sh" ]; then . "$here/../.devtvm2/unpack.sh" || return 3; fi
+  if [ ! -f /tmp/site/.leka-wheels ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+      "${WHEELS:-$here/../.gpuwhl}"/*.whl && touch /tmp/site/.leka-wheels || return 3
+  fi
+  export PYTHONPATH=$here:/tmp/site:/tmp/tvmsite:${PYTHONPATH:-}
+}
+
+check_env() {
+  nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv
+  nvcc --version | tail -2
+  python3 -c "import leka, leka.cli, langgraph, pydantic, tenacity, xgboost, tvm, torch; from leka.backends import get_backend
+print('leka from', leka.__file__); print('torch', torch.__version__, 'tvm', tvm.__version__)
+print('cuda backend missing:', get_backend('cuda').unavailable())"
+}
+
+s_smoke() { step smoke 120 env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0 python3 -m leka.cli bench eval l1_mish --backend cuda --set baseline.cache_dir=$WORK/cache; }
+s_tests() { step gpu_tests "${1:-260}" env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0 python3 -m pytest tests/test_gpu.py -m "gpu or not slow" -q -p no:cacheprovider -rA; }
+s_run2m() {
+  rm -rf "$WORK/run2m"
+  step leka_run_2m "${1:-220}" env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0 python3 -m leka.cli run --backend cuda --task l2_conv3x3_bn_relu --budget 2m \
+    --out "$WORK/run2m" "${FAST[@]}"
+  local d; d=$(ls -d "$WORK"/run2m/*/ 2>/dev/null | head -1)
+  [ -n "$d" ] && mkdir -p "$LOGS/run2m" && cp "$d"/summary.json "$d"/report.md "$d"/config.yaml "$LOGS/run2m/" 2>/dev/null
+  pack
+}
+s_runs() {
+  step runs "${1:-$(left)}" env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0 python3 experiments/gpu/cuda_subset.py runs --out "$WORK/subset" --budget "$BUDGET" \
+    --jobs "$JOBS" "${FAST[@]}"
+  mkdir -p "$LOGS/subset"
+  cp -r "$WORK/subset/runs.json" "$WORK/subset/best" "$WORK/subset/logs" "$LOGS/subset/" 2>/dev/null
+  pack
+}
+tune_start() {  # in a session of its own: it outlives this call (the machine stays up ~30 s after it)
+  local g=$1
+  CUDA_VISIBLE_DEVICES=$g OMP_NUM_THREADS=2 TVM_NUM_THREADS=2 setsid python3 experiments/gpu/cuda_subset.py tune \
+    --out "$WORK/subset" --trials "$TRIALS" --jobs "$TUNE_JOBS" --cache-dir "$WORK/cache" > "$WORK/tune.log" 2>&1 &
+  echo $! > "$WORK/tune.pid"
+  echo "tuning started on GPU $g (pid $!, $TRIALS trials, $TUNE_JOBS at once) at $(date -u +%H:%M:%S)" | tee -a "$OUT/steps.log"
+}
+tune_collect() {
+  mkdir -p "$LOGS/tune"
+  cp "$WORK/tune.log" "$LOGS/tune/" 2>/dev/null
+  cp "$WORK"/subset/tune/*.log "$LOGS/tune/" 2>/dev/null
+  find "$WORK/cache/ms" -name DONE -exec sh -c 'echo "$1: $(cat "$1")"' _ {} \; > "$LOGS/tune/done.txt" 2>/dev/null
+  echo "tuned so far: $(wc -l < "$LOGS/tune/done.txt") of 23" | tee -a "$OUT/steps.log"
+  pack
+}
+tune_running() { [ -f "$WORK/tune.pid" ] && kill -0 "$(cat "$WORK/tune.pid")" 2>/dev/null; }
+s_table() {
+  local gpus=${1:-$NGPU}
+  step table "${2:-$(left)}" python3 experiments/gpu/cuda_subset.py table --out "$WORK/subset" --trials "$TRIALS" \
+    --jobs "$JOBS" --gpus "$gpus" --no-tune --cache-dir "$WORK/cache" --budget-note "$BUDGET (rule policy)"
+  python3 experiments/gpu/cuda_subset.py render --out "$WORK/subset" > /dev/null 2>&1
+  mkdir -p "$LOGS/subset"
+  cp "$WORK"/subset/table.md "$WORK"/subset/table.json "$WORK"/subset/timings.jsonl "$WORK"/subset/meta.json \
+    "$WORK"/subset/runs.json "$LOGS/subset/" 2>/dev/null
+  cp "$WORK/subset/table.md" "$OUT/" 2>/dev/null
+  pack
+}
+
+setup > "$LOGS/setup.log" 2>&1 || { cat "$LOGS/setup.log"; pack; echo "setup failed"; exit 3; }
+echo "== $what on $(hostname), $NGPU GPU(s), $(date -u +%H:%M:%S)" | tee -a "$OUT/steps.log"
+case $what in
+  call2)
+    check_env > "$LOGS/env.log" 2>&1; cat "$LOGS/env.log"
+    [ "$NGPU" -ge 2 ] && ! tune_running && tune_start 1
+    s_smoke || { tail -30 "$LOGS/smoke.log"; [ "${GATE:-1}" = 1 ] && { tune_collect; exit 4; }; }
+    tail -22 "$LOGS/smoke.log"
+    s_run2m 220 & r2=$!
+    s_tests 260; wait $r2
+    tail -6 "$LOGS/gpu_tests.log"; grep -E "best|nodes|stop|rc=" "$LOGS/leka_run_2m.log" | tail -12
+    s_runs "$(left)"
+    tail -26 "$LOGS/runs.log"
+    tune_collect
+    ;;
+  call3)
+    if [ "$NGPU" -ge 2 ]; then
+      w=${TUNE_WAIT:-120}
+      while tune_running && [ "$w" -gt 0 ]; do sleep 5; w=$((w - 5)); done
+      if tune_running; then  # what is tuned by now makes the MS column; the rest is marked untuned
+        kill -- -"$(cat "$WORK/tune.pid")" 2>/dev/null; sleep 2
+        echo "tuning stopped at $(date -u +%H:%M:%S) to free GPU 1 for timing" | tee -a "$OUT/steps.log"
+      fi
+    else
+      step tune "${TUNE_LIMIT:-300}" python3 experiments/gpu/cuda_subset.py tune --out "$WORK/subset" --trials "$TRIALS" \
+        --jobs "$TUNE_JOBS" --cache-dir "$WORK/cache"
+    fi
+    tune_collect
+    s_table "$NGPU" "$(left)"
+    tail -45 "$LOGS/table.log"
+    ;;
+  opencl)
+    export OCL_ICD_VENDORS=$WORK/icd CPATH=/usr/local/cuda/include${CPATH:+:$CPATH}
+    mkdir -p "$OCL_ICD_VENDORS"; echo libnvidia-opencl.so.1 > "$OCL_ICD_VENDORS/nvidia.icd"
+    # no package registry there: the CL headers come with CUDA, the TVM sources travel (.oclsrc in the copied tree,
+    # a copy of ../shared/tvm-opencl), the ICD is the driver's
+    export LEKA_TVM_OPENCL_SRC=${LEKA_TVM_OPENCL_SRC:-$here/.oclsrc}
+    step opencl_build 150 python3 -m leka.cli opencl build --no-install-deps
+    step bench_opencl "$(left)" env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0 python3 experiments/bench_opencl.py --budget "${OPENCL_BUDGET:-15s}" \
+      --out "$WORK/opencl" ${OPENCL_ARGS:-}
+    mkdir -p "$LOGS/opencl"; cp "$WORK"/opencl/*.json "$WORK"/opencl/*.md "$LOGS/opencl/" 2>/dev/null; pack
+    tail -40 "$LOGS/bench_opencl.log"
+    ;;
+  setup) check_env ;;
+  smoke) s_smoke ;;
+  tests) s_tests ;;
+  run2m) s_run2m ;;
+  runs) s_runs ;;
+  tune) step tune "$(left)" python3 experiments/gpu/cuda_subset.py tune --out "$WORK/subset" --trials "$TRIALS" \
+          --jobs "$TUNE_JOBS" --cache-dir "$WORK/cache" ;;
+  table) s_table ;;
+  *) echo "unknown: $what"; exit 2 ;;
+esac
+pack
+echo "== $what done in ${SECONDS}s"

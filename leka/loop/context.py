@@ -108,6 +108,10 @@ class RunContext:
             variants=self.cfg.run.variants_per_call, vector_lanes=A.vector_lanes_fp32(target),
             num_cores=int(A.target_json(target).get("num-cores", 2) or 2),
             extra={"exclude_levels": state.get("exhausted", {}).get(str(nid), []),
+                   # the check this node failed (nan, mismatch, ...), None when it passed: a root that
+                   # fails is still expanded, and the router then says which level can repair it
+                   "failed": node.result.error_kind if node.result is not None and not node.result.correct
+                   else None,
                    "level_counts": self.level_counts(), "evals": state.get("evals", 0)},
         )
 

@@ -89,8 +89,13 @@ def relax_text(mod: tvm.IRModule) -> str:
 # candidate builds, so those two steps are serialised; codegen and linking, the bulk, are not.
 PARSE_LOCK = threading.RLock()
 
+# TVM 0.27 prints a non-finite scalar constant as R.const("-inf", "float32"), which its own parser
+# rejects ("value has to be scalar or Tensor"): e.g. the -inf of a causal attention mask
+_NONFINITE_CONST = re.compile(r'R\.const\("(-?inf|nan)"')
+
 
 def parse_module(text: str) -> tvm.IRModule:
+    text = _NONFINITE_CONST.sub(r'R.const(float("\1")', text)
     with PARSE_LOCK:
         obj = tvm.script.from_source(text)
     if isinstance(obj, (tvm.tirx.PrimFunc, relax.Function)):

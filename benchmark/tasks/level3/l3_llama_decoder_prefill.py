@@ -67,7 +67,7 @@ class Model(nn.Module):
         v = v.view(b, t, self.nkv, self.hd).transpose(1, 2)
         cos, sin = self.cos[:t], self.sin[:t]
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        mask = torch.triu(torch.full((t, t), NEG), 1)
+        mask = torch.triu(torch.full((t, t), NEG, device=x.device), 1)
         att = torch.softmax(q @ k.transpose(-2, -1) * (self.hd ** -0.5) + mask, dim=-1)
         y = (att @ v).transpose(1, 2).reshape(b, t, self.nh * self.hd)
         x = x + self.o_proj(y)

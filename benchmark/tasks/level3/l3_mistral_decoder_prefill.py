@@ -70,7 +70,7 @@ class Model(nn.Module):
         # grouped-query attention: each KV head serves nh // nkv query heads
         k = k.repeat_interleave(self.nh // self.nkv, dim=1)
         v = v.repeat_interleave(self.nh // self.nkv, dim=1)
-        i = torch.arange(t)
+        i = torch.arange(t, device=x.device)
         # causal and at most 32 back (sliding window); finite NEG: -inf breaks LegalizeOps
         mask = torch.where((i[None, :] > i[:, None]) | (i[None, :] <= i[:, None] - 32), NEG, 0.0)
         att = torch.softmax(q @ k.transpose(-2, -1) * (self.hd ** -0.5) + mask, dim=-1)

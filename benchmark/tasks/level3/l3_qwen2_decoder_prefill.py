@@ -70,7 +70,7 @@ class Model(nn.Module):
         # grouped-query attention: each KV head serves nh // nkv query heads
         k = k.repeat_interleave(self.nh // self.nkv, dim=1)
         v = v.repeat_interleave(self.nh // self.nkv, dim=1)
-        mask = torch.triu(torch.full((t, t), NEG), 1)
+        mask = torch.triu(torch.full((t, t), NEG, device=x.device), 1)
         att = torch.softmax(q @ k.transpose(-2, -1) * (self.hd ** -0.5) + mask, dim=-1)
         y = (att @ v).transpose(1, 2).reshape(b, t, self.nh * self.hd)
         x = x + self.o_proj(y)
