@@ -134,6 +134,19 @@ def test_l0_rank_passes_text_rules():
     assert "conv1x1_to_matmul" in names and "convert_layout_nhwc" not in names
 
 
+def test_l0_rank_passes_prefers_hwio_for_a_dense_kxk_conv():
+    sig = 'def main(x: R.Tensor((1, 32, 80, 80), dtype="float32"), c0: R.Tensor(({w}), dtype="float32")):\n'
+    dense = sig.format(w="64, 32, 3, 3") + ('lv: R.Tensor((1, 64, 40, 40), dtype="float32") = R.nn.conv2d(x, c0, '
+                                            'strides=[2, 2], groups=1, data_layout="NCHW", kernel_layout="OIHW")')
+    names = [n for n, _ in rank_passes(dense)]
+    assert names.index("convert_layout_nhwc_hwio") < names.index("convert_layout_nhwc")
+    # depthwise only (groups = C): the OHWI move stays first, as before
+    dw = sig.format(w="32, 1, 3, 3") + ('lv: R.Tensor((1, 32, 80, 80), dtype="float32") = R.nn.conv2d(x, c0, '
+                                        'strides=[1, 1], groups=32, data_layout="NCHW", kernel_layout="OIHW")')
+    names = [n for n, _ in rank_passes(dw)]
+    assert "convert_layout_nhwc" in names and "convert_layout_nhwc_hwio" not in names
+
+
 def test_l2_cpp_matches_primfunc(example):
     name, task, root, cand, target, funcs = example
     agent = RuleL2Agent(root_params=root.params, verify=False)
