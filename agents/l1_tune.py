@@ -126,8 +126,9 @@ class TunerL1Agent:
                 return Edit(level="L1", kind="trace", target=name, payload={"trace": res.steps}, rationale=why)
         except Exception:  # noqa: BLE001 - steps the DSL cannot replay: the scheduled TIR instead
             pass
+        # MetaSchedule named the function "main"; the lowered kernels are private (no symbol)
         return Edit(level="L1", kind="tir_text", target=name,
-                    payload={"text": res.scheduled.script()}, rationale=why + " (as TIR)")
+                    payload={"text": res.scheduled.without_attr("global_symbol").script()}, rationale=why + " (as TIR)")
 
     # ------------------------------------------------------------------ when to call it
     def _share(self, name: str, profile: dict[str, Any] | None) -> float | None:

@@ -100,6 +100,25 @@ def test_warm_start_commits_this_workloads_records_only(tmp_path, strided_conv):
     assert A.ms_tool.warm_start(ms.database.MemoryDatabase(), other, target, dirs) == 0
 
 
+def test_a_schedule_the_dsl_cannot_replay_becomes_tir_text(tmp_path, strided_conv):
+    """The tool's fallback: steps that do not replay (here a primitive the DSL does not allow) give
+    the scheduled PrimFunc as a `tir_text` edit, which applies, builds and computes the conv."""
+    from agents.l1_tune import TunerL1Agent
+    from leka.ir.edits import apply_edit
+
+    task, root, cand, func = strided_conv
+    text = (DATA / "ms_trace_conv2d_strided_3x3.txt").read_text()
+    scheduled = _native_replay(func, text)
+    res = A.TuneResult(ok=True, steps=[{"prim": "tensorize", "args": []}], scheduled=scheduled)
+    edit = TunerL1Agent._as_edit("conv2d", func, res, "MetaSchedule, test")
+    assert edit.kind == "tir_text" and edit.rationale.endswith("(as TIR)")
+    out = apply_edit(cand, edit, workdir=tmp_path, root_params=root.params)
+    assert out.ok, out.error
+    # and with steps that replay, the same schedule is a trace edit
+    good = A.TuneResult(ok=True, steps=A.trace_steps(text), scheduled=scheduled)
+    assert TunerL1Agent._as_edit("conv2d", func, good, "MetaSchedule, test").kind == "trace"
+
+
 def test_trace_steps_rejects_what_the_dsl_cannot_say():
     with pytest.raises(A.ms_tool.TraceConversionError):
         A.trace_steps("def apply_trace(sch):\n  b0 = other.get_sblock(name='x')\n")

@@ -121,8 +121,9 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def tune_prim_func(func, target, work_dir: str | Path, trials: int, *, seed: int = 0,
                    warm_dirs: list[str | Path] = (), timeout_s: float = 600.0) -> TuneResult:
-    """Tune one PrimFunc for `trials` MetaSchedule trials in a child process (killed with its worker
-    pools after `timeout_s`); the tuning database is `work_dir`. Never raises for a tuning failure:
+    """Tune one PrimFunc for `trials` MetaSchedule trials in a child process; the tuning database is
+    `work_dir`. The child tunes in rounds and stops starting rounds that would end after 80% of
+    `timeout_s` (keeping its best so far); at `timeout_s` it is killed with its worker pools. Never raises for a tuning failure:
     `TuneResult.ok` is False and `error` says why."""
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -130,6 +131,7 @@ def tune_prim_func(func, target, work_dir: str | Path, trials: int, *, seed: int
     (work / "func.json").write_text(tvm.ir.save_json(func))
     req = {"func": str(work / "func.json"), "target": _target_json(target), "work_dir": str(work),
            "trials": int(trials), "seed": int(seed), "warm_dirs": [str(d) for d in warm_dirs],
+           "soft_s": 0.8 * timeout_s,
            "out": str(work / "result.json"), "scheduled": str(work / "scheduled.json")}
     (work / "result.json").unlink(missing_ok=True)
     with tempfile.NamedTemporaryFile("w", suffix=".json", dir=work, delete=False) as f:
@@ -255,11 +257,28 @@ def _child(req: dict[str, Any]) -> dict[str, Any]:
     before = len(db)
     # the default population (512) costs ~15 s per evolution step here; a few trials need fewer
     pop = max(64, min(512, 16 * req["trials"]))
-    strategy = ms.search_strategy.EvolutionarySearch(population_size=pop, init_min_unmeasured=min(50, pop // 2))
-    ms.tir_integration.tune_tir(mod, target, work, max_trials_global=req["trials"],
-                                num_trials_per_iter=max(1, min(8, req["trials"])), builder=_fast_builder(),
-                                database=db, strategy=strategy, seed=req["seed"])
-    trials = len(db) - before
+    per_round = max(1, min(8, req["trials"]))
+    # rounds of `per_round` trials on one database and one cost model (each round's search starts
+    # from the database's best), so the answer so far is kept when the next round would not fit
+    # before the soft deadline; the parent kills the child only at its hard one
+    model = ms.cost_model.CostModel.create("xgb", num_tuning_cores=ms.utils.cpu_count(logical=False),
+                                           tree_method="auto")
+    t0, rounds, trials = time.monotonic(), 0, 0
+    while trials < req["trials"]:
+        r0 = time.monotonic()
+        strategy = ms.search_strategy.EvolutionarySearch(population_size=pop,
+                                                         init_min_unmeasured=min(50, pop // 2))
+        ms.tir_integration.tune_tir(mod, target, work, max_trials_global=min(per_round, req["trials"] - trials),
+                                    num_trials_per_iter=per_round, builder=_fast_builder(), database=db,
+                                    cost_model=model, strategy=strategy, seed=req["seed"] + rounds)
+        rounds += 1
+        got = len(db) - before
+        if got == trials:
+            break  # a round that measured nothing new: the space is exhausted (or every build failed)
+        trials = got
+        now = time.monotonic()
+        if now - t0 + (now - r0) > req.get("soft_s", float("inf")):
+            break
     sch = ms.tir_integration.compile_tir(db, mod, target)
     if sch is None:
         return {"ok": False, "error": "no valid schedule in the database", "trials": trials, "warm_records": warm}
