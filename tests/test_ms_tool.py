@@ -119,6 +119,23 @@ def test_a_schedule_the_dsl_cannot_replay_becomes_tir_text(tmp_path, strided_con
     assert TunerL1Agent._as_edit("conv2d", func, good, "MetaSchedule, test").kind == "trace"
 
 
+def test_warm_start_sources_are_this_targets_baselines_and_earlier_runs(tmp_path):
+    """Where the tool looks for records: the tuned-baseline cache of this target (any task, any trial
+    count) and earlier runs' databases of this kernel, never another target's nor its own."""
+    from agents.l1_tune import target_key, warm_dirs
+
+    target = A.make_target("llvm")
+    tk = f"llvm-{target_key(target)}"
+    made = {}
+    for name, rel in {"base": f"ms/t1-abc/{tk}/trials64", "base16": f"ms/t2-def/{tk}/trials16",
+                      "other_target": "ms/t1-abc/cuda-0000/trials64", "run_a": f"ms-l1/{tk}/k1/run_a",
+                      "own": f"ms-l1/{tk}/k1/run_b", "other_kernel": f"ms-l1/{tk}/k2/run_a"}.items():
+        made[name] = tmp_path / rel
+        made[name].mkdir(parents=True)
+    got = set(warm_dirs(tmp_path, "llvm", target, "k1", own=made["own"]))
+    assert got == {made["base"], made["base16"], made["run_a"]}
+
+
 def test_trace_steps_rejects_what_the_dsl_cannot_say():
     with pytest.raises(A.ms_tool.TraceConversionError):
         A.trace_steps("def apply_trace(sch):\n  b0 = other.get_sblock(name='x')\n")
