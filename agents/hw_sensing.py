@@ -27,6 +27,9 @@ MODES = ("profile", "round_robin", "random", "fixed:L0", "fixed:L1", "fixed:L2")
 # Heuristic weights: how strongly each kind of evidence argues for its level, relative to the L1
 # baseline (share x distance from the roof of an unscheduled hot kernel = weight 1).
 W_RETUNE = 0.35  # L1 again on a kernel that already has a schedule
+# with MetaSchedule as an L1 tool (config `tuner`, agents/l1_tune.py): a scheduled hot kernel far from
+# its roof is the tool's job, ranked above a micro-kernel attempt (W_L2_GEMM_GAP)
+W_TUNE = 0.6
 W_L2_VECTOR_OK = 0.3  # L2 on a scheduled kernel that is already vectorised
 W_L2_ISA_UNKNOWN = 0.6  # L2 on a scheduled kernel whose code we cannot inspect (GPU)
 W_L2_PREMATURE = 0.1  # L2 before the kernel has any schedule
@@ -68,8 +71,9 @@ def _pct(x: float) -> str:
     return f"{x:.0%}" if x >= 0.01 or x == 0 else f"{x:.1%}"
 
 
-def score_levels(report: ProfileReport) -> dict[str, tuple[float, str]]:
-    """{level: (score, evidence)} from a profile; every level gets a score and a reason."""
+def score_levels(report: ProfileReport, tuner: bool = False) -> dict[str, tuple[float, str]]:
+    """{level: (score, evidence)} from a profile; every level gets a score and a reason. `tuner`: the L1
+    agent has MetaSchedule as a tool (then a scheduled hot kernel argues for L1 with W_TUNE)."""
     out: dict[str, tuple[float, str]] = {}
     # --- L0: graph-level evidence; the strongest one speaks
     ev: list[tuple[float, str]] = [(0.0, "no graph-level evidence (no layout copies, few small kernels)")]
@@ -113,6 +117,9 @@ def score_levels(report: ProfileReport) -> dict[str, tuple[float, str]]:
     hot = movers[0] if movers else None
     if hot is not None and hot.scheduled and W_RETUNE * hot.share * gap(hot) > l1[0]:
         l1 = (W_RETUNE * hot.share * gap(hot), f"{where(hot)}, already scheduled: re-tune its schedule")
+    if tuner and hot is not None and hot.scheduled and W_TUNE * hot.share * gap(hot) > l1[0]:
+        l1 = (W_TUNE * hot.share * gap(hot), f"{where(hot)}, scheduled: search around its schedule with "
+              "MetaSchedule (the L1 tool)")
     out["L1"] = l1
     # --- L2: the hottest kernel, once it has a schedule, judged by its own instructions
     if hot is None:
@@ -207,7 +214,7 @@ class HardwareSensingAgent:
                                     "rewrite (pow -> multiply, decomposition) changes the arithmetic itself")
             lv = "L1" if "L1" in self.layers else self.layers[0]
             return Route(level=lv, reason=f"no profile to read: default {lv}", mode=self.mode)
-        scored = score_levels(report)
+        scored = score_levels(report, tuner=bool(context is not None and context.extra.get("tuner")))
         # exploration across levels: a level the run has not tried at all gets a bonus, so a level
         # whose payoff only shows once tried (an L2 micro-kernel after L1 tiling) is not starved
         counts = (context.extra.get("level_counts") if context is not None else None) or {}

@@ -2,7 +2,8 @@
 
 Order (docs/DESIGN.md, "Agents"): BatchNorm folding first (it removes whole kernels), clip -> relu/minimum
 before NHWC (clip has no layout rule and would be wrapped in transposes), NHWC for conv graphs on
-CPU, 1x1 conv -> matmul (after NHWC), parallel-matmul combining for attention / MLP projections,
+CPU (with a dense KxK conv, NHWC with HWIO weights first: the x86 micro-kernel's layout, issue 19),
+1x1 conv -> matmul (after NHWC), parallel-matmul combining for attention / MLP projections,
 then fusion. A pass is skipped when its digest is in `context.tried` or when, applied to the bound
 module, it leaves the module structurally unchanged.
 """
@@ -41,6 +42,21 @@ def _has_1x1_conv(text: str) -> bool:
     return False
 
 
+def _has_dense_kxk_conv(text: str) -> bool:
+    """A conv2d with groups 1 and a spatial kernel larger than 1x1 (the GEMM-like x86 conv)."""
+    shapes = dict(re.findall(r"\b(\w+): R\.Tensor\(\(([\d, ]+)\)", text))
+    for args in _conv_calls(text):
+        parts = [p.strip() for p in args.split(",")]
+        shp = [int(x) for x in shapes.get(parts[1] if len(parts) > 1 else "", "").replace(" ", "").split(",") if x]
+        groups = re.search(r"groups=(\d+)", args)
+        if len(shp) == 4 and (groups is None or groups.group(1) == "1"):
+            layout = re.search(r'kernel_layout="(\w+)"', args)
+            kl = layout.group(1) if layout else "OIHW"
+            if shp[kl.index("H")] * shp[kl.index("W")] > 1:
+                return True
+    return False
+
+
 def _matmuls_sharing_lhs(text: str) -> bool:
     lhs = re.findall(r"R\.matmul\((\w+),", text)
     return any(lhs.count(x) >= 2 for x in set(lhs))
@@ -63,6 +79,11 @@ def rank_passes(text: str, backend: str = "llvm") -> list[tuple[str, str]]:
     if backend == "llvm" and nchw:
         if "R.clip" in text:
             out.append(("clip_to_relu_min", "clip (ReLU6) has no layout rule: rewrite before NHWC"))
+        if _has_dense_kxk_conv(text):
+            out.append(("convert_layout_nhwc_hwio", f"{len(nchw)} NCHW conv2d on CPU, dense KxK among them: "
+                                                     "NHWC with the weight pre-packed to HWIO once puts output "
+                                                     "channels contiguous in output and weight (the x86 conv "
+                                                     "micro-kernel: broadcast input x weight vector)"))
         out.append(("convert_layout_nhwc", f"{len(nchw)} NCHW conv2d on CPU: channels-last vectorises "
                                            "over channels"))
     if n_conv and _has_1x1_conv(text):

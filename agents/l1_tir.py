@@ -100,8 +100,22 @@ def _place_and_annotate(r: Recorder, info: KernelInfo, main, mb: str, left: list
     cw = r.try_("cache_write", mb, 0, "global")
     if cw:
         r.do("reverse_compute_at", cw[0], v0)
-    for n in left:
-        if n in (main.name,) or n in producers:
+    epilogue = [n for n in left if n != main.name and n not in producers]
+    readers: dict[str, int] = {}
+    for b in info.blocks:
+        for buf in {ld.buffer for ld in b.loads}:
+            readers[buf] = readers.get(buf, 0) + 1
+    if any(readers.get(info.block(n).store.buffer, 0) > 1 for n in epilogue):
+        # an epilogue value read twice (SiLU: x * sigmoid(x)): reverse-inlining it into the write-back
+        # drops its buffer while the second reader still loads it (TVM 0.27 builds that into "Buffer
+        # T_add_intermediate is used before its definition", every conv tile of l2_conv3x3_s2_bn_silu);
+        # so the intermediate epilogue blocks are inlined into their readers first, leaving the output
+        # block, which then goes into the write-back
+        for n in epilogue:
+            if n not in info.outputs and r.try_("compute_inline", r.block(n)):
+                continue
+    for n in epilogue:
+        if not r.has_block(n):
             continue
         blk = r.block(n)
         if cw and r.try_("reverse_compute_inline", blk):

@@ -110,6 +110,29 @@ def make_agents(cfg: LekaConfig, focus: Focus, root, task, run_dir: Path):
     return agents, router, ledger
 
 
+def with_tuner(cfg: LekaConfig, agents: dict, focus: Focus, root, run_dir: Path) -> dict:
+    """With `tuner.enabled`, the L1 agent gets MetaSchedule as a tool (agents/l1_tune.py); its calls
+    run inside the L1 node, so the loop's wall clock charges them to the budget."""
+    if not cfg.tuner.enabled or "L1" not in agents or "L1" not in cfg.run.layers:
+        return agents
+    from agents.l1_tune import TunerL1Agent
+
+    t = cfg.tuner
+    wrapped = TunerL1Agent(agents["L1"], cfg.backend, root_params=root.params, trials=t.trials,
+                           cache_dir=cfg.baseline.cache_dir, work_dir=run_dir / "work",
+                           deadline=lambda: focus.deadline, max_share=t.max_share, min_left_s=t.min_left_s,
+                           min_share=t.min_share, run_name=run_dir.name)
+    return {**agents, "L1": wrapped}
+
+
+def tuner_summary(run_dir: Path) -> dict[str, Any]:
+    """What the MetaSchedule tool did in a run: calls, trials and seconds (all charged to the budget)."""
+    calls = [json.loads(p.read_text()) for p in sorted((run_dir / "work" / "ms-l1").glob("*/tuning.json"))]
+    return {"calls": len(calls), "ok": sum(1 for c in calls if c.get("ok")),
+            "trials": sum(int(c.get("trials") or 0) for c in calls),
+            "seconds": round(sum(float(c.get("seconds") or 0.0) for c in calls), 1), "kernels": calls}
+
+
 def llm_views(root, task):
     from leka.ir import views as V
 
@@ -218,6 +241,8 @@ def write_results(run_dir: Path, cfg: LekaConfig, task, tree, final: dict[str, A
     }
     if cfg.baseline.kind == "untuned":  # the old key, kept only where its name is true
         summary["best_speedup_vs_untuned"] = summary["best_speedup"]
+    if cfg.tuner.enabled:
+        summary["tuner"] = tuner_summary(run_dir)
     if ledger is not None:
         summary["llm"] = {**ledger.to_dict(records=False), "by_agent": llm_by_tag(ledger)}
         summary["llm_nodes"] = {lv: sum(1 for n in nodes if n.level == lv and n.meta.get("llm_usage")) for lv in LEVELS}
@@ -394,6 +419,7 @@ def run(task_ref: str | None, *, config_files: list[str] = (), overrides: list[s
     evaluator = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline, device=cfg.device)
     focus = Focus()
     agents, router, ledger = (agents_factory or make_agents)(cfg, focus, root, task, run_dir)
+    agents = with_tuner(cfg, agents, focus, root, run_dir)
     tree = Tree(run_dir, defer=cfg.run.defer_followups)
     view = LiveView(cfg, task.id, quiet=quiet)
     ctx = RunContext(cfg=cfg, task=task, run_dir=run_dir, tree=tree, evaluator=evaluator, agents=agents,

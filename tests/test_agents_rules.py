@@ -134,6 +134,51 @@ def test_l0_rank_passes_text_rules():
     assert "conv1x1_to_matmul" in names and "convert_layout_nhwc" not in names
 
 
+def test_l0_rank_passes_prefers_hwio_for_a_dense_kxk_conv():
+    sig = 'def main(x: R.Tensor((1, 32, 80, 80), dtype="float32"), c0: R.Tensor(({w}), dtype="float32")):\n'
+    dense = sig.format(w="64, 32, 3, 3") + ('lv: R.Tensor((1, 64, 40, 40), dtype="float32") = R.nn.conv2d(x, c0, '
+                                            'strides=[2, 2], groups=1, data_layout="NCHW", kernel_layout="OIHW")')
+    names = [n for n, _ in rank_passes(dense)]
+    assert names.index("convert_layout_nhwc_hwio") < names.index("convert_layout_nhwc")
+    # depthwise only (groups = C): the OHWI move stays first, as before
+    dw = sig.format(w="32, 1, 3, 3") + ('lv: R.Tensor((1, 32, 80, 80), dtype="float32") = R.nn.conv2d(x, c0, '
+                                        'strides=[1, 1], groups=32, data_layout="NCHW", kernel_layout="OIHW")')
+    names = [n for n, _ in rank_passes(dw)]
+    assert "convert_layout_nhwc" in names and "convert_layout_nhwc_hwio" not in names
+
+
+@pytest.mark.parametrize("layout", [[], ["convert_layout_nhwc_hwio"]])
+def test_l1_conv_traces_build_with_a_silu_epilogue(tmp_path, layout):
+    """conv + BN + SiLU fused: the epilogue reads conv+bias twice (x * sigmoid(x)). Reverse-inlining
+    that intermediate into the write-back made TIR that does not build ("Buffer T_add_intermediate is
+    used before its definition"), for every conv tile, so L1 could not schedule the hot kernel of
+    l2_conv3x3_s2_bn_silu at all. Now every variant builds and computes the kernel."""
+    from benchmark.roots import load_root
+    from benchmark.task import resolve
+    from leka.core.types import Edit
+    from leka.ir.edits import apply_edit
+
+    task = resolve("l2_conv3x3_s2_bn_silu")
+    root = load_root(task)
+    c = ir.root_candidate(task, "llvm", root)
+    for p in ["fold_batchnorm", *layout]:
+        out = apply_edit(c, Edit(level="L0", kind="pass", payload={"name": p}), workdir=tmp_path,
+                         root_params=root.params, build_check=False)
+        assert out.error is None, out.error
+        c = out.candidate
+    target = A.cpu_target()
+    funcs = A.prim_funcs(A.lower(ir.relax_module(c, root.params), target))
+    name = next(n for n in funcs if "conv2d" in n and "sigmoid" in n)
+    variants = RuleL1Agent(root_params=root.params).variants_for(funcs[name], name, 16)
+    assert len(variants) >= 3
+    args = _random_args(funcs[name])
+    want = A.run_prim_func(A.build_prim_func(funcs[name], target), args)[0][-1]
+    for why, steps in variants:
+        built = A.build_prim_func(sched.apply_trace(funcs[name], steps), target)
+        got = A.run_prim_func(built, args)[0][-1]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=why)
+
+
 def test_l2_cpp_matches_primfunc(example):
     name, task, root, cand, target, funcs = example
     agent = RuleL2Agent(root_params=root.params, verify=False)

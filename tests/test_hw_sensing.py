@@ -202,6 +202,20 @@ def test_scheduled_but_scalar_hot_matmul_routes_to_l2(mm_cases):
     assert "scalar" not in vroute.reason and vroute.scores["L2"] < route.scores["L2"]
 
 
+def test_with_the_tuner_a_scheduled_hot_kernel_argues_for_l1(mm_cases):
+    """MetaSchedule as an L1 tool (config `tuner`): a vectorised, scheduled hot matmul far from its roof
+    is the tool's job; without the tool the same profile scores L1 lower (re-tune weight only)."""
+    vcand, vrep = mm_cases["vector"]
+    plain = HardwareSensingAgent().route(vcand, vrep, ctx())
+    tuned = HardwareSensingAgent().route(vcand, vrep, ctx(tuner=True))
+    assert tuned.scores["L1"] > plain.scores["L1"]
+    assert tuned.level == "L1" and "MetaSchedule" in tuned.reason, tuned
+    # an unscheduled kernel is routed the same with or without the tool
+    cand, rep = mm_cases["root"]
+    assert HardwareSensingAgent().route(cand, rep, ctx(tuner=True)).scores == \
+        HardwareSensingAgent().route(cand, rep, ctx()).scores
+
+
 def test_levels_already_tried_are_skipped_and_no_profile_has_a_default(mm_cases):
     cand, rep = mm_cases["root"]
     route = HardwareSensingAgent().route(cand, rep, ctx(exclude_levels=["L1"]))

@@ -175,6 +175,9 @@ def _run(c, params, inputs):
     (["fold_batchnorm", "clip_to_relu_min", "convert_layout_nhwc"], None, "relax.permute_dims"),
     (["fold_batchnorm", "clip_to_relu_min", "convert_layout_nhwc", "conv1x1_to_matmul"], None, "relax.matmul"),
     (["conv1x1_to_matmul"], None, "relax.matmul"),
+    # HWIO weights: the depthwise conv of the block too (groups = C, weight (3, 3, 1, C)), and 1x1 -> matmul
+    (["fold_batchnorm", "clip_to_relu_min", "convert_layout_nhwc_hwio"], None, "relax.permute_dims"),
+    (["fold_batchnorm", "clip_to_relu_min", "convert_layout_nhwc_hwio", "conv1x1_to_matmul"], None, "relax.matmul"),
     (["decompose_ops"], "relax.nn.batch_norm", None),
     (["fuse"], "relax.nn.conv2d", None),
 ])
@@ -325,3 +328,50 @@ def test_convert_layout_nhwc_before_expected():
 
     out = edits.L0_PASSES["convert_layout_nhwc"](before, A.make_target("llvm"))
     assert A.structural_equal(out, _one_block(expected_body))
+
+
+def test_convert_layout_nhwc_hwio_before_expected():
+    """NCHW conv -> permute to NHWC, conv with the weight pre-packed to HWIO as a new constant (a
+    transpose: bit-exact), permute back. The epilogue (bias add) follows the conv into NHWC."""
+    from tvm import relax
+
+    w = np.arange(8 * 4 * 3 * 3, dtype="float32").reshape(8, 4, 3, 3)
+    b = np.arange(8, dtype="float32").reshape(1, 8, 1, 1)
+
+    def before_body(bb, x):
+        y = bb.emit(relax.op.nn.conv2d(x, relax.const(w), strides=2, padding=1))
+        return relax.op.add(y, relax.const(b))
+
+    def expected_body(bb, x):
+        xh = bb.emit(relax.op.permute_dims(x, axes=[0, 2, 3, 1]))
+        y = bb.emit(relax.op.nn.conv2d(xh, relax.const(np.ascontiguousarray(w.transpose(2, 3, 1, 0))), strides=2,
+                                       padding=1, data_layout="NHWC", kernel_layout="HWIO", out_layout="NHWC"))
+        z = bb.emit(relax.op.add(y, relax.const(np.ascontiguousarray(b.transpose(0, 2, 3, 1)))))
+        return relax.op.permute_dims(z, axes=[0, 3, 1, 2])
+
+    out = edits.L0_PASSES["convert_layout_nhwc_hwio"](_one_block(before_body), A.make_target("llvm"))
+    assert A.structural_equal(out, _one_block(expected_body))
+
+
+def test_conv1x1_to_matmul_hwio_before_expected():
+    """A 1x1 NHWC/HWIO conv is (NHW, C) @ (C, O): the weight is only reshaped (bit-exact)."""
+    from tvm import relax
+
+    w = (np.arange(32, dtype="float32").reshape(1, 1, 4, 8) / 7).astype("float32")
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 5, 5, 4), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.nn.conv2d(x, relax.const(w), data_layout="NHWC", kernel_layout="HWIO"))
+        bb.emit_func_output(out)
+    before = bb.get()
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 5, 5, 4), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            xm = bb.emit(relax.op.reshape(x, (25, 4)))
+            mm = bb.emit(relax.op.matmul(xm, relax.const(np.ascontiguousarray(w.reshape(4, 8)))))
+            out = bb.emit_output(relax.op.reshape(mm, (1, 5, 5, 8)))
+        bb.emit_func_output(out)
+    got = edits.L0_PASSES["conv1x1_to_matmul"](before, A.make_target("llvm"))
+    assert A.structural_equal(got, bb.get())

@@ -67,6 +67,18 @@ class RunConfig(_Section):
     search: Literal["tree", "greedy"] = "tree"  # greedy: expand only the current best (an ablation)
 
 
+class TunerConfig(_Section):
+    """MetaSchedule as a tool of the L1 agent (issue 19; agents/l1_tune.py). Off by default: the
+    paper's setting, where the compiler searches no schedules. Its wall clock counts against the run's
+    budget like any agent time."""
+
+    enabled: bool = False
+    trials: int = 32  # MetaSchedule trials per tuned kernel (each kernel is tuned once per run)
+    max_share: float = 0.5  # one tuning call may take at most this share of the budget left
+    min_left_s: float = 60.0  # with less budget left than this, nothing is tuned
+    min_share: float = 0.05  # kernels under this share of the profiled time are not tuned
+
+
 class LLMConfig(_Section):
     model: str = ""  # openai:MODEL | anthropic:MODEL | compat:URL|MODEL | scripted:PATH | replay:PATH
     temperature: float = 0.2
@@ -115,6 +127,7 @@ class LekaConfig(_Section):
     evaluator: EvaluatorConfig = Field(default_factory=EvaluatorConfig)
     baseline: BaselineConfig = Field(default_factory=BaselineConfig)
     run: RunConfig = Field(default_factory=RunConfig)
+    tuner: TunerConfig = Field(default_factory=TunerConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
 
     @field_validator("backend")

@@ -19,6 +19,8 @@ PRESETS: dict[str, tuple[str, list[str], str]] = {
     "routing_fixed_L1": ("leka", ["run.routing=fixed:L1"], "always the schedule level"),
     "greedy": ("leka", ["run.search=greedy"], "only the current best node is expanded"),
     "no_defer": ("leka", ["run.defer_followups=0"], "deferred acceptance off: a slower child is pruned at once"),
+    "ms_tool": ("leka", ["tuner.enabled=true"], "LEKA with MetaSchedule as a tool of the L1 agent (the hottest "
+                "kernel, once, after the schedule move; warm-started; its time charged to the budget)"),
     "flat": ("flat", [], "one agent edits any level, no router (no layering)"),
     "oneshot": ("oneshot", [], "one LLM call writes the candidate"),
     "metaschedule": ("metaschedule", [], "MetaSchedule with the same wall clock; its best at the end"),

@@ -27,6 +27,9 @@ PRIMITIVES = frozenset({
     "cache_read", "cache_write", "compute_at", "reverse_compute_at", "compute_inline",
     "reverse_compute_inline", "decompose_reduction", "rfactor", "annotate", "storage_align",
     "set_scope", "add_unit_loop", "blockize", "transform_layout", "pad_einsum",
+    # what MetaSchedule's traces use besides (leka.tvm_adapter.ms_tool): its postprocessors remove
+    # their own annotations; a compute location is a recorded decision among the legal ones
+    "unannotate", "sample_compute_location",
 })
 
 

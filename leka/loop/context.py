@@ -101,18 +101,20 @@ class RunContext:
         tried = {edit_digest(n.edit) for n in self.tree.children(nid) if n.edit is not None}
         tried |= {edit_digest(n.edit) for n in self.tree.lineage(nid) if n.edit is not None}
         target = A.make_target(self.cfg.backend)
+        extra = {"exclude_levels": state.get("exhausted", {}).get(str(nid), []),
+                 # the check this node failed (nan, mismatch, ...), None when it passed: a root that
+                 # fails is still expanded, and the router then says which level can repair it
+                 "failed": node.result.error_kind if node.result is not None and not node.result.correct else None,
+                 "level_counts": self.level_counts(), "evals": state.get("evals", 0)}
+        if self.cfg.tuner.enabled:  # only then: a run without the tool sees the very same context
+            extra["tuner"] = True
         return AgentContext(
             task_id=self.task.id, backend=self.cfg.backend, level=level, route_reason=reason,
             profile=node.profile, profile_text=profile_text(node.profile),
             lineage_text=lineage_text(self.tree, nid), tried=tried, seed=self.cfg.run.seed + state.get("iteration", 0),
             variants=self.cfg.run.variants_per_call, vector_lanes=A.vector_lanes_fp32(target),
             num_cores=int(A.target_json(target).get("num-cores", 2) or 2),
-            extra={"exclude_levels": state.get("exhausted", {}).get(str(nid), []),
-                   # the check this node failed (nan, mismatch, ...), None when it passed: a root that
-                   # fails is still expanded, and the router then says which level can repair it
-                   "failed": node.result.error_kind if node.result is not None and not node.result.correct
-                   else None,
-                   "level_counts": self.level_counts(), "evals": state.get("evals", 0)},
+            extra=extra,
         )
 
 

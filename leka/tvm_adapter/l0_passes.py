@@ -29,6 +29,17 @@ def l0_convert_layout_nhwc(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.
                 relax.transform.DeadCodeElimination())(out)
 
 
+def l0_convert_layout_nhwc_hwio(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    """conv2d to NHWC data with the weight pre-packed once to HWIO (a constant transform: the permuted
+    weight is folded into a new constant). The layout of TVM's x86 NHWC conv schedules: the output
+    channel is the innermost axis of both the output and the weight, so a channel-vectorised
+    micro-kernel broadcasts one input value against whole weight vectors; with OHWI the weight vector
+    would be gathered with a stride of KH*KW*C."""
+    out = relax.transform.ConvertLayout({"relax.nn.conv2d": ["NHWC", "HWIO"]})(mod)
+    return _seq(relax.transform.FoldConstant(), relax.transform.CanonicalizeBindings(),
+                relax.transform.DeadCodeElimination())(out)
+
+
 def _rewrite_relax(mod: tvm.IRModule, pattern, fn) -> tvm.IRModule:
     from tvm.relax.dpl import rewrite_call
 
@@ -80,7 +91,7 @@ def l0_pow_to_multiply(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRMo
 
 def l0_conv1x1_to_matmul(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
     """1x1 conv (groups 1, stride 1, no padding, constant weight) -> reshape + matmul + reshape.
-    NHWC/OHWI: (NHW, C) @ (C, O); NCHW/OIHW: (O, C) @ (N, C, HW), broadcast over N."""
+    NHWC/OHWI and NHWC/HWIO: (NHW, C) @ (C, O); NCHW/OIHW: (O, C) @ (N, C, HW), broadcast over N."""
     from tvm.relax.dpl import is_const, is_op, wildcard
 
     x_p, w_p = wildcard(), is_const()
@@ -99,6 +110,11 @@ def l0_conv1x1_to_matmul(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IR
             xm = relax.op.reshape(m[x_p], (N * H * W, C))
             wm = relax.const(np.ascontiguousarray(w.reshape(n_out, C).T))
             return relax.op.reshape(relax.op.matmul(xm, wm), (N, H, W, n_out))
+        if a.data_layout == "NHWC" and a.kernel_layout == "HWIO" and w.shape[0] == w.shape[1] == 1:
+            N, H, W, C = xs
+            xm = relax.op.reshape(m[x_p], (N * H * W, C))
+            wm = relax.const(np.ascontiguousarray(w.reshape(C, w.shape[3])))
+            return relax.op.reshape(relax.op.matmul(xm, wm), (N, H, W, w.shape[3]))
         if a.data_layout == "NCHW" and a.kernel_layout == "OIHW" and w.shape[2] == w.shape[3] == 1:
             N, C, H, W = xs
             n_out = w.shape[0]
@@ -155,6 +171,9 @@ class L0Pass:
 L0_PASSES: dict[str, L0Pass] = {p.name: p for p in (
     L0Pass("fold_batchnorm", l0_fold_batchnorm, "fold batch_norm into the preceding conv2d's weights"),
     L0Pass("convert_layout_nhwc", l0_convert_layout_nhwc, "conv2d to NHWC/OHWI layout (run clip_to_relu_min first)"),
+    L0Pass("convert_layout_nhwc_hwio", l0_convert_layout_nhwc_hwio,
+           "conv2d to NHWC with the weight pre-packed to HWIO once (x86: output channels contiguous in the "
+           "weight, so the channel-vectorised micro-kernel loads weight vectors; run clip_to_relu_min first)"),
     L0Pass("conv1x1_to_matmul", l0_conv1x1_to_matmul, "1x1 convolutions become matmuls"),
     L0Pass("clip_to_relu_min", l0_clip_to_relu_min, "clip(x, 0, hi) becomes minimum(relu(x), hi)"),
     L0Pass("pow_to_multiply", l0_pow_to_multiply, "power(x, 2) -> x * x, power(x, 0.5) -> sqrt(x)"),
