@@ -1,15 +1,20 @@
 """The timing protocol: a candidate and its baseline timed in interleaved pairs (benchmark/README.md,
 "Evaluator protocol").
 
-A `Timer` is anything with `sample(number) -> seconds per call`. Two kinds of TVM timer exist:
+A `Timer` is anything with `sample(number) -> seconds per call`; `kind` names how it calls. Timers:
 
-- `tvm_timer`: TVM's time_evaluator on one fixed input set (the protocol before issue 13, kept for
-  `evaluator.timing_input_sets = 1` and for side-by-side comparisons).
-- `rotating_timer`: every call gets the next of K distinct input sets (precomputed, with their
-  references), so no two consecutive calls see the same inputs and a kernel that replays its last
-  result cannot go faster than one that computes; the last output of each sample is checked against
-  that set's reference (`StaleOutput` when it does not match) and a `guard` runs after each sample
-  (process-wide state, benchmark/process_state.py). Both arms of a pair rotate alike.
+- `tvm_timer` ("tvm_loop"): TVM's time_evaluator on one fixed input set (the protocol before issue
+  13, kept for `evaluator.timing_input_sets = 1` and for side-by-side comparisons).
+- `looped_timer` ("cpp_loop"): every call gets the next of K distinct input sets (precomputed, with
+  their references), so no two consecutive calls see the same inputs and a kernel that replays its
+  last result cannot go faster than one that computes; the calls of a sample run in a C++ loop
+  (`leka.tvm_adapter.call_loop`: TVM's own loop with the argument pointer rotating), so no Python
+  runs between them. After each sample, untimed, the last output is checked against that set's
+  reference (`StaleOutput` when it does not match) and a `guard` runs (process-wide state,
+  benchmark/process_state.py). Both arms of a pair rotate alike.
+- `rotating_timer` ("python_loop"): the same protocol with the calls in a Python loop, for callables
+  that are not TVM functions (the torch and ONNX Runtime baselines) and where the C++ loop cannot be
+  compiled (no C++ compiler). It adds the Python call overhead (about 1 us a call) to every call.
 
 No tvm import here: timers take plain callables.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import cycle, islice
 from typing import Any
@@ -29,38 +35,42 @@ class StaleOutput(RuntimeError):
 
 
 class Timer:
-    """Something that can be timed: `sample(number)` returns seconds per call for one sample."""
+    """Something that can be timed: `sample(number)` returns seconds per call for one sample; `kind`
+    says how the calls are made (reported in EvalResult.extra["timer"])."""
 
-    def __init__(self, sample: Callable[[int], float]):
+    def __init__(self, sample: Callable[[int], float], kind: str = ""):
         self.sample = sample
+        self.kind = kind
 
 
 def tvm_timer(runner, dev_args) -> Timer:
     """One fixed input set, TVM's own loop (no Python between calls)."""
-    return Timer(lambda n: runner.time_per_call(dev_args, n))
+    return Timer(lambda n: runner.time_per_call(dev_args, n), "tvm_loop")
 
 
-def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
-                   check: Callable[[int, Any], None] | None = None,
-                   guard: Callable[[], None] | None = None, sync: Callable[[], Any] | None = None,
-                   clock: Callable[[], float] = time.perf_counter) -> Timer:
-    """`call(*arg_sets[k])` with k advancing by one every call (and carried across samples, so a
-    sample never starts on the set the previous one ended with); `sync()` (the device's: GPU calls
-    return before the kernels end) closes the timed region. After it, untimed: `check(k, last_output)`
-    (raises StaleOutput) and `guard()` (raises on changed process state). `clock` is wall time; a
-    single-threaded comparison on a loaded machine may pass `time.thread_time`."""
-    n_sets = len(arg_sets)
+def _calls(n: int, n_sets: int) -> int:
+    """Calls in a sample of (at least) n: coprime with the set count, so the set whose output the sample
+    ends on (the one checked) changes from sample to sample; with 2 sets and an even n it would always
+    be the same set, and a kernel would only need that set's outputs right."""
+    while n_sets > 1 and math.gcd(n, n_sets) != 1:
+        n += 1
+    return n
+
+
+def looped_timer(run: Callable[[int, int], Any], n_sets: int,
+                 check: Callable[[int, Any], None] | None = None,
+                 guard: Callable[[], None] | None = None, sync: Callable[[], Any] | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> Timer:
+    """`run(number, k)` makes `number` calls, call i on input set (k + i) % n_sets, with no Python
+    between them, and returns the last call's output (`VMRunner.rotating_loop`). k carries across
+    samples as in `rotating_timer`; `check`, `guard`, `sync` and `clock` as there."""
     state = {"k": 0}
 
     def sample(n: int) -> float:
+        n = _calls(n, n_sets)
         k0 = state["k"]
-        seq = list(islice(cycle(arg_sets[k0:] + arg_sets[:k0]) if n_sets > 1 else cycle(arg_sets), n))
         t0 = clock()
-        # each result is dropped before the next call (as in TVM's own loop), so its memory is reused:
-        # holding it would make every call allocate (and fault in) a fresh output
-        for args in seq[:-1]:
-            call(*args)
-        out = call(*seq[-1])
+        out = run(n, k0)
         if sync is not None:
             sync()
         t = clock() - t0
@@ -71,7 +81,51 @@ def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
             guard()
         return t / n
 
-    return Timer(sample)
+    return Timer(sample, "cpp_loop")
+
+
+def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
+                   check: Callable[[int, Any], None] | None = None,
+                   guard: Callable[[], None] | None = None, sync: Callable[[], Any] | None = None,
+                   clock: Callable[[], float] = time.perf_counter, hold: int = 0) -> Timer:
+    """`call(*arg_sets[k])` with k advancing by one every call (and carried across samples, so a
+    sample never starts on the set the previous one ended with); `sync()` (the device's: GPU calls
+    return before the kernels end) closes the timed region. After it, untimed: `check(k, last_output)`
+    (raises StaleOutput) and `guard()` (raises on changed process state). `clock` is wall time; a
+    single-threaded comparison on a loaded machine may pass `time.thread_time`. `hold`: the last
+    outputs kept alive, as in the C++ loop (`leka.tvm_adapter.call_loop`: which buffer a VM call gets)."""
+    n_sets = len(arg_sets)
+    state = {"k": 0}
+    ring: deque[Any] = deque(maxlen=max(1, hold))
+
+    def sample(n: int) -> float:
+        n = _calls(n, n_sets)
+        k0 = state["k"]
+        seq = list(islice(cycle(arg_sets[k0:] + arg_sets[:k0]) if n_sets > 1 else cycle(arg_sets), n))
+        t0 = clock()
+        # hold 0: each result is dropped before the next call, so its memory is reused (holding every
+        # result would make each call allocate and fault in a fresh output); hold > 0: the last `hold`
+        # results stay alive, so a VM call's output buffer last held another set's result (call_loop)
+        if hold > 0:
+            for args in seq[:-1]:
+                ring.append(call(*args))
+            out = call(*seq[-1])
+            ring.append(out)
+        else:
+            for args in seq[:-1]:
+                call(*args)
+            out = call(*seq[-1])
+        if sync is not None:
+            sync()
+        t = clock() - t0
+        state["k"] = (k0 + n) % n_sets
+        if check is not None:
+            check((k0 + n - 1) % n_sets, out)
+        if guard is not None:
+            guard()
+        return t / n
+
+    return Timer(sample, "python_loop")
 
 
 def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> tuple[int, int, int, int, int]:
