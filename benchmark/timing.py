@@ -128,11 +128,18 @@ def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
     return Timer(sample, "python_loop")
 
 
-def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> tuple[int, int, int, int, int]:
-    """Warm-up, then (number, repeats) per arm so one sample lasts ~sample_s, and the pair count."""
+def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
+    """Warm-up, then (number, repeats) per arm so one sample lasts ~sample_s, and the pair count.
+
+    Pairs fit `timing_budget_s` within [min_pairs, max_pairs]. A slow program (one call of either arm
+    lasts a sample or more, so number = 1 and one run per sample) whose min_pairs pairs do not fit in
+    what the budget leaves after its warm-up gets what fits, at least one pair, and `limited` says so:
+    a program of seconds is timed in a few of its own calls, not in min_pairs of them."""
+    t0 = time.perf_counter()
     for _ in range(max(1, cfg["warmup"])):
         tc1 = cand.sample(1)
         tb1 = base.sample(1)
+    warm_s = time.perf_counter() - t0
     # a sample is the best of `reps` short runs: a preempted run (other processes on the same
     # cores) then costs one repetition, not the pair; slow calls (>= sample_s) run once
     reps = max(1, int(cfg.get("sample_repeats", 3)))
@@ -141,15 +148,23 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> tuple[int, int, int,
     rc = reps if nc * tc1 < cfg["sample_s"] else 1
     rb = reps if nb * tb1 < cfg["sample_s"] else 1
     per_pair = rc * nc * tc1 + rb * nb * tb1
-    pairs = int(min(cfg["max_pairs"], max(cfg["min_pairs"], cfg["timing_budget_s"] // max(per_pair, 1e-9))))
-    return nc, rc, nb, rb, pairs
+    budget = cfg["timing_budget_s"]
+    pairs = int(min(cfg["max_pairs"], max(cfg["min_pairs"], budget // max(per_pair, 1e-9))))
+    fit = int(max(0.0, budget - warm_s) // max(per_pair, 1e-9))  # pairs left after the warm-up
+    limited = max(tc1, tb1) >= cfg["sample_s"] and fit < cfg["min_pairs"]
+    if limited:
+        pairs = max(1, fit)
+    return {"number": [nc, nb], "repeats": [rc, rb], "pairs": pairs, "limited": limited,
+            "per_pair_s": per_pair, "warmup_s": warm_s}
 
 
 def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
     """A B A B ... (order alternating per pair), warm-up first; `number` per sample adapts so one
-    sample lasts ~sample_s; the pair count fits timing_budget_s within [min_pairs, max_pairs]."""
+    sample lasts ~sample_s; the pair count fits timing_budget_s (`_plan`). The spread is IQR / median
+    of the per-pair ratios (range / median under 4 pairs; None for a single pair)."""
     t0 = time.perf_counter()
-    nc, rc, nb, rb, pairs = _plan(cand, base, cfg)
+    plan = _plan(cand, base, cfg)
+    (nc, nb), (rc, rb), pairs = plan["number"], plan["repeats"], plan["pairs"]
 
     def one(t: Timer, n: int, r: int) -> float:
         return min(t.sample(n) for _ in range(r))
@@ -166,10 +181,15 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, An
         tbs.append(tb)
     ratios = sorted(b / c for b, c in zip(tbs, tcs, strict=True) if c > 0)
     med = statistics.median(ratios)
-    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], med, ratios[-1]]
-    spread = (q[-1] - q[0]) / med if med > 0 else math.inf
+    spread: float | None
+    if len(ratios) < 2:
+        spread = None  # one pair: no spread to measure
+    else:
+        q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], med, ratios[-1]]
+        spread = (q[-1] - q[0]) / med if med > 0 else math.inf
     return {"speedup": med, "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
-            "spread": spread, "pairs": pairs, "number": [nc, nb], "repeats": [rc, rb], "timing_s": time.perf_counter() - t0}
+            "spread": spread, "pairs": pairs, "number": [nc, nb], "repeats": [rc, rb],
+            "limited": plan["limited"], "timing_s": time.perf_counter() - t0}
 
 
 def record(res, tm: dict[str, Any], max_spread: float) -> None:
@@ -178,8 +198,13 @@ def record(res, tm: dict[str, Any], max_spread: float) -> None:
     res.speedup = tm["speedup"]
     res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
     res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
-    res.timing_valid = tm["spread"] <= max_spread
+    # a single pair (a slow program in a small budget) has no spread: valid, and said to be one pair
+    res.timing_valid = tm["spread"] is None or tm["spread"] <= max_spread
     res.extra["number"] = tm["number"]
+    if tm.get("limited"):
+        spread = "no spread (one pair)" if tm["spread"] is None else f"spread {tm['spread']:.3f}"
+        res.extra["timing_limited"] = (f"slow program: {tm['pairs']} pair(s) of number=1 within "
+                                       f"evaluator.timing_budget_s, {spread}")
     if not res.timing_valid:
         res.error_kind = "timing_invalid"
         res.error = (f"timing spread {tm['spread']:.3f} over the bound {max_spread} (evaluator.max_spread); "

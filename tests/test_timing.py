@@ -170,3 +170,40 @@ def test_hold_for_keeps_the_buffer_period_off_the_set_period():
         period = max(2, A.call_loop.hold_for(n_sets) + 1)
         assert period % n_sets != 0, n_sets
     assert A.call_loop.hold_for(2) == 2 and A.call_loop.hold_for(3) == 1
+
+
+# --------------------------------------------------------------------------- the plan: slow programs
+def _fixed(seconds: float, asked: list[int]) -> timing.Timer:
+    """A timer of a program that takes `seconds` a call (it reports, it does not sleep)."""
+    def sample(n: int) -> float:
+        asked.append(n)
+        return seconds
+    return timing.Timer(sample, "fixed")
+
+
+@pytest.mark.parametrize(("budget", "pairs", "limited"), [(4.0, 1, True), (12.0, 2, True), (100.0, 15, False)])
+def test_a_slow_program_gets_the_pairs_its_budget_allows(budget, pairs, limited):
+    from leka.core.types import EvalResult
+
+    asked: list[int] = []
+    cfg = EvaluatorConfig(timing_budget_s=budget).model_dump()  # min_pairs 3, max_pairs 15
+    tm = timing.paired_timing(_fixed(2.0, asked), _fixed(3.0, asked), cfg)
+    assert (tm["pairs"], tm["limited"]) == (pairs, limited)
+    assert set(asked) == {1} and len(asked) == 2 + 2 * pairs  # warm-up, then one call per sample
+    assert tm["speedup"] == pytest.approx(1.5) and tm["number"] == [1, 1] and tm["repeats"] == [1, 1]
+    res = EvalResult(task="t")
+    timing.record(res, tm, max_spread=0.1)
+    assert res.n_pairs == pairs and res.timing_valid and res.error_kind is None
+    if pairs == 1:
+        assert res.timing_spread is None and "no spread (one pair)" in res.extra["timing_limited"]
+    else:
+        assert res.timing_spread == 0.0
+    assert ("timing_limited" in res.extra) == limited
+
+
+def test_a_fast_program_keeps_min_pairs_in_a_tiny_budget():
+    asked: list[int] = []
+    cfg = EvaluatorConfig(timing_budget_s=0.001).model_dump()
+    tm = timing.paired_timing(_fixed(1e-4, asked), _fixed(2e-4, asked), cfg)
+    assert tm["pairs"] == 3 and not tm["limited"] and tm["spread"] == 0.0
+    assert tm["number"] == [100, 50] and tm["repeats"] == [3, 3]
