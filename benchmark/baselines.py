@@ -8,6 +8,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from benchmark.roots import cache_root, load_root
 from benchmark.task import Task
-from benchmark.timing import Timer, rotating_timer, tvm_timer
+from benchmark.timing import Timer, looped_timer, rotating_timer, tvm_timer
 from leka import ir
 from leka import tvm_adapter as A
 
@@ -110,6 +111,21 @@ def prebuild(kind: str, *, task: Task, root: ir.Root, backend: str, target, ms_d
     return None
 
 
+def vm_rotating_timer(runner: A.VMRunner, sets: list[list[np.ndarray]], *,
+                      check: Callable[[int, Any], None] | None = None, guard: Callable[[], None] | None = None,
+                      cache_dir: str | None = None) -> Timer:
+    """A VM's main, its calls rotating through `sets`: in the C++ loop (`looped_timer`, no Python between
+    calls), or in a Python loop (`rotating_timer`) where the loop cannot be compiled; `Timer.kind` says which.
+    The loop's library goes to `cache_dir` (default: LEKA_CACHE or .leka-cache, as `cache_root`)."""
+    dev_sets = [runner.to_device(x) for x in sets]
+    try:
+        run = runner.rotating_loop(dev_sets, str(cache_root(cache_dir)))
+    except A.CallLoopUnavailable:
+        return rotating_timer(runner.vm["main"], dev_sets, check=check, guard=guard, sync=runner.dev.sync,
+                              hold=A.call_loop.hold_for(len(dev_sets)))
+    return looped_timer(run, len(dev_sets), check=check, guard=guard, sync=runner.dev.sync)
+
+
 def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, inputs: list[np.ndarray],
                model: Any, ms_dir: str | None = None, cache_dir: str | None = None,
                runner: A.VMRunner | None = None, input_sets: list[list[np.ndarray]] | None = None) -> Timer:
@@ -120,7 +136,7 @@ def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, in
         runner = runner or prebuild(kind, task=task, root=root, backend=backend, target=target, ms_dir=ms_dir,
                                     cache_dir=cache_dir)
         if sets:
-            return rotating_timer(runner.vm["main"], [runner.to_device(x) for x in sets], sync=runner.dev.sync)
+            return vm_rotating_timer(runner, sets)
         return tvm_timer(runner, runner.to_device(inputs))
     if kind == "torch":
         import torch

@@ -1,15 +1,20 @@
 """The timing protocol: a candidate and its baseline timed in interleaved pairs (benchmark/README.md,
 "Evaluator protocol").
 
-A `Timer` is anything with `sample(number) -> seconds per call`. Two kinds of TVM timer exist:
+A `Timer` is anything with `sample(number) -> seconds per call`; `kind` names how it calls. Timers:
 
-- `tvm_timer`: TVM's time_evaluator on one fixed input set (the protocol before issue 13, kept for
-  `evaluator.timing_input_sets = 1` and for side-by-side comparisons).
-- `rotating_timer`: every call gets the next of K distinct input sets (precomputed, with their
-  references), so no two consecutive calls see the same inputs and a kernel that replays its last
-  result cannot go faster than one that computes; the last output of each sample is checked against
-  that set's reference (`StaleOutput` when it does not match) and a `guard` runs after each sample
-  (process-wide state, benchmark/process_state.py). Both arms of a pair rotate alike.
+- `tvm_timer` ("tvm_loop"): TVM's time_evaluator on one fixed input set (the protocol before issue
+  13, kept for `evaluator.timing_input_sets = 1` and for side-by-side comparisons).
+- `looped_timer` ("cpp_loop"): every call gets the next of K distinct input sets (precomputed, with
+  their references), so no two consecutive calls see the same inputs and a kernel that replays its
+  last result cannot go faster than one that computes; the calls of a sample run in a C++ loop
+  (`leka.tvm_adapter.call_loop`: TVM's own loop with the argument pointer rotating), so no Python
+  runs between them. After each sample, untimed, the last output is checked against that set's
+  reference (`StaleOutput` when it does not match) and a `guard` runs (process-wide state,
+  benchmark/process_state.py). Both arms of a pair rotate alike.
+- `rotating_timer` ("python_loop"): the same protocol with the calls in a Python loop, for callables
+  that are not TVM functions (the torch and ONNX Runtime baselines) and where the C++ loop cannot be
+  compiled (no C++ compiler). It adds the Python call overhead (about 1 us a call) to every call.
 
 No tvm import here: timers take plain callables.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import cycle, islice
 from typing import Any
@@ -29,38 +35,42 @@ class StaleOutput(RuntimeError):
 
 
 class Timer:
-    """Something that can be timed: `sample(number)` returns seconds per call for one sample."""
+    """Something that can be timed: `sample(number)` returns seconds per call for one sample; `kind`
+    says how the calls are made (reported in EvalResult.extra["timer"])."""
 
-    def __init__(self, sample: Callable[[int], float]):
+    def __init__(self, sample: Callable[[int], float], kind: str = ""):
         self.sample = sample
+        self.kind = kind
 
 
 def tvm_timer(runner, dev_args) -> Timer:
     """One fixed input set, TVM's own loop (no Python between calls)."""
-    return Timer(lambda n: runner.time_per_call(dev_args, n))
+    return Timer(lambda n: runner.time_per_call(dev_args, n), "tvm_loop")
 
 
-def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
-                   check: Callable[[int, Any], None] | None = None,
-                   guard: Callable[[], None] | None = None, sync: Callable[[], Any] | None = None,
-                   clock: Callable[[], float] = time.perf_counter) -> Timer:
-    """`call(*arg_sets[k])` with k advancing by one every call (and carried across samples, so a
-    sample never starts on the set the previous one ended with); `sync()` (the device's: GPU calls
-    return before the kernels end) closes the timed region. After it, untimed: `check(k, last_output)`
-    (raises StaleOutput) and `guard()` (raises on changed process state). `clock` is wall time; a
-    single-threaded comparison on a loaded machine may pass `time.thread_time`."""
-    n_sets = len(arg_sets)
+def _calls(n: int, n_sets: int) -> int:
+    """Calls in a sample of (at least) n: coprime with the set count, so the set whose output the sample
+    ends on (the one checked) changes from sample to sample; with 2 sets and an even n it would always
+    be the same set, and a kernel would only need that set's outputs right."""
+    while n_sets > 1 and math.gcd(n, n_sets) != 1:
+        n += 1
+    return n
+
+
+def looped_timer(run: Callable[[int, int], Any], n_sets: int,
+                 check: Callable[[int, Any], None] | None = None,
+                 guard: Callable[[], None] | None = None, sync: Callable[[], Any] | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> Timer:
+    """`run(number, k)` makes `number` calls, call i on input set (k + i) % n_sets, with no Python
+    between them, and returns the last call's output (`VMRunner.rotating_loop`). k carries across
+    samples as in `rotating_timer`; `check`, `guard`, `sync` and `clock` as there."""
     state = {"k": 0}
 
     def sample(n: int) -> float:
+        n = _calls(n, n_sets)
         k0 = state["k"]
-        seq = list(islice(cycle(arg_sets[k0:] + arg_sets[:k0]) if n_sets > 1 else cycle(arg_sets), n))
         t0 = clock()
-        # each result is dropped before the next call (as in TVM's own loop), so its memory is reused:
-        # holding it would make every call allocate (and fault in) a fresh output
-        for args in seq[:-1]:
-            call(*args)
-        out = call(*seq[-1])
+        out = run(n, k0)
         if sync is not None:
             sync()
         t = clock() - t0
@@ -71,14 +81,65 @@ def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
             guard()
         return t / n
 
-    return Timer(sample)
+    return Timer(sample, "cpp_loop")
 
 
-def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> tuple[int, int, int, int, int]:
-    """Warm-up, then (number, repeats) per arm so one sample lasts ~sample_s, and the pair count."""
+def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
+                   check: Callable[[int, Any], None] | None = None,
+                   guard: Callable[[], None] | None = None, sync: Callable[[], Any] | None = None,
+                   clock: Callable[[], float] = time.perf_counter, hold: int = 0) -> Timer:
+    """`call(*arg_sets[k])` with k advancing by one every call (and carried across samples, so a
+    sample never starts on the set the previous one ended with); `sync()` (the device's: GPU calls
+    return before the kernels end) closes the timed region. After it, untimed: `check(k, last_output)`
+    (raises StaleOutput) and `guard()` (raises on changed process state). `clock` is wall time; a
+    single-threaded comparison on a loaded machine may pass `time.thread_time`. `hold`: the last
+    outputs kept alive, as in the C++ loop (`leka.tvm_adapter.call_loop`: which buffer a VM call gets)."""
+    n_sets = len(arg_sets)
+    state = {"k": 0}
+    ring: deque[Any] = deque(maxlen=max(1, hold))
+
+    def sample(n: int) -> float:
+        n = _calls(n, n_sets)
+        k0 = state["k"]
+        seq = list(islice(cycle(arg_sets[k0:] + arg_sets[:k0]) if n_sets > 1 else cycle(arg_sets), n))
+        t0 = clock()
+        # hold 0: each result is dropped before the next call, so its memory is reused (holding every
+        # result would make each call allocate and fault in a fresh output); hold > 0: the last `hold`
+        # results stay alive, so a VM call's output buffer last held another set's result (call_loop)
+        if hold > 0:
+            for args in seq[:-1]:
+                ring.append(call(*args))
+            out = call(*seq[-1])
+            ring.append(out)
+        else:
+            for args in seq[:-1]:
+                call(*args)
+            out = call(*seq[-1])
+        if sync is not None:
+            sync()
+        t = clock() - t0
+        state["k"] = (k0 + n) % n_sets
+        if check is not None:
+            check((k0 + n - 1) % n_sets, out)
+        if guard is not None:
+            guard()
+        return t / n
+
+    return Timer(sample, "python_loop")
+
+
+def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
+    """Warm-up, then (number, repeats) per arm so one sample lasts ~sample_s, and the pair count.
+
+    Pairs fit `timing_budget_s` within [min_pairs, max_pairs]. A slow program (one call of either arm
+    lasts a sample or more, so number = 1 and one run per sample) whose min_pairs pairs do not fit in
+    what the budget leaves after its warm-up gets what fits, at least one pair, and `limited` says so:
+    a program of seconds is timed in a few of its own calls, not in min_pairs of them."""
+    t0 = time.perf_counter()
     for _ in range(max(1, cfg["warmup"])):
         tc1 = cand.sample(1)
         tb1 = base.sample(1)
+    warm_s = time.perf_counter() - t0
     # a sample is the best of `reps` short runs: a preempted run (other processes on the same
     # cores) then costs one repetition, not the pair; slow calls (>= sample_s) run once
     reps = max(1, int(cfg.get("sample_repeats", 3)))
@@ -87,15 +148,23 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> tuple[int, int, int,
     rc = reps if nc * tc1 < cfg["sample_s"] else 1
     rb = reps if nb * tb1 < cfg["sample_s"] else 1
     per_pair = rc * nc * tc1 + rb * nb * tb1
-    pairs = int(min(cfg["max_pairs"], max(cfg["min_pairs"], cfg["timing_budget_s"] // max(per_pair, 1e-9))))
-    return nc, rc, nb, rb, pairs
+    budget = cfg["timing_budget_s"]
+    pairs = int(min(cfg["max_pairs"], max(cfg["min_pairs"], budget // max(per_pair, 1e-9))))
+    fit = int(max(0.0, budget - warm_s) // max(per_pair, 1e-9))  # pairs left after the warm-up
+    limited = max(tc1, tb1) >= cfg["sample_s"] and fit < cfg["min_pairs"]
+    if limited:
+        pairs = max(1, fit)
+    return {"number": [nc, nb], "repeats": [rc, rb], "pairs": pairs, "limited": limited,
+            "per_pair_s": per_pair, "warmup_s": warm_s}
 
 
 def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
     """A B A B ... (order alternating per pair), warm-up first; `number` per sample adapts so one
-    sample lasts ~sample_s; the pair count fits timing_budget_s within [min_pairs, max_pairs]."""
+    sample lasts ~sample_s; the pair count fits timing_budget_s (`_plan`). The spread is IQR / median
+    of the per-pair ratios (range / median under 4 pairs; None for a single pair)."""
     t0 = time.perf_counter()
-    nc, rc, nb, rb, pairs = _plan(cand, base, cfg)
+    plan = _plan(cand, base, cfg)
+    (nc, nb), (rc, rb), pairs = plan["number"], plan["repeats"], plan["pairs"]
 
     def one(t: Timer, n: int, r: int) -> float:
         return min(t.sample(n) for _ in range(r))
@@ -112,10 +181,15 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, An
         tbs.append(tb)
     ratios = sorted(b / c for b, c in zip(tbs, tcs, strict=True) if c > 0)
     med = statistics.median(ratios)
-    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], med, ratios[-1]]
-    spread = (q[-1] - q[0]) / med if med > 0 else math.inf
+    spread: float | None
+    if len(ratios) < 2:
+        spread = None  # one pair: no spread to measure
+    else:
+        q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], med, ratios[-1]]
+        spread = (q[-1] - q[0]) / med if med > 0 else math.inf
     return {"speedup": med, "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
-            "spread": spread, "pairs": pairs, "number": [nc, nb], "repeats": [rc, rb], "timing_s": time.perf_counter() - t0}
+            "spread": spread, "pairs": pairs, "number": [nc, nb], "repeats": [rc, rb],
+            "limited": plan["limited"], "timing_s": time.perf_counter() - t0}
 
 
 def record(res, tm: dict[str, Any], max_spread: float) -> None:
@@ -124,8 +198,13 @@ def record(res, tm: dict[str, Any], max_spread: float) -> None:
     res.speedup = tm["speedup"]
     res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
     res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
-    res.timing_valid = tm["spread"] <= max_spread
+    # a single pair (a slow program in a small budget) has no spread: valid, and said to be one pair
+    res.timing_valid = tm["spread"] is None or tm["spread"] <= max_spread
     res.extra["number"] = tm["number"]
+    if tm.get("limited"):
+        spread = "no spread (one pair)" if tm["spread"] is None else f"spread {tm['spread']:.3f}"
+        res.extra["timing_limited"] = (f"slow program: {tm['pairs']} pair(s) of number=1 within "
+                                       f"evaluator.timing_budget_s, {spread}")
     if not res.timing_valid:
         res.error_kind = "timing_invalid"
         res.error = (f"timing spread {tm['spread']:.3f} over the bound {max_spread} (evaluator.max_spread); "

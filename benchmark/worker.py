@@ -335,7 +335,6 @@ def _candidate_timer(st: JobState, n_sets: int) -> timing.Timer:
     runner = st.runner
     if n_sets == 1:
         return timing.tvm_timer(runner, runner.to_device(st.inputs_by_seed[0]))
-    sets = [runner.to_device(x) for x in st.inputs_by_seed[:n_sets]]
 
     def check_out(k: int, out) -> None:
         outs = [o.numpy() for o in A.flatten_outputs(out)]
@@ -345,7 +344,7 @@ def _candidate_timer(st: JobState, n_sets: int) -> timing.Timer:
 
     check = check_out if st.cfg.get("check_timed_outputs", True) else None
     guard = st.guard.check if st.guard is not None else None
-    return timing.rotating_timer(runner.vm["main"], sets, check=check, guard=guard, sync=runner.dev.sync)
+    return baselines.vm_rotating_timer(runner, st.inputs_by_seed[:n_sets], check=check, guard=guard)
 
 
 def time_step(st: JobState) -> bool:
@@ -361,8 +360,9 @@ def time_step(st: JobState) -> bool:
                                 ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"),
                                 runner=st.base_prep.result() if st.base_prep is not None else None,
                                 input_sets=st.inputs_by_seed[:n_sets] if n_sets > 1 else None)
+    cand = _candidate_timer(st, n_sets)
     try:
-        tm = timing.paired_timing(_candidate_timer(st, n_sets), base, cfg)
+        tm = timing.paired_timing(cand, base, cfg)
     except timing.StaleOutput as e:
         res.correct = False
         _err(res, "stale_output", f"{e} (the checked runs passed: the kernel returns a result it did "
@@ -373,6 +373,9 @@ def time_step(st: JobState) -> bool:
         return False
     timing.record(res, tm, cfg["max_spread"])
     res.extra["timing_input_sets"] = n_sets
+    # how each arm's calls are made: cpp_loop (rotating, no Python between calls), tvm_loop (one fixed
+    # set), python_loop (no C++ compiler, or a torch / ONNX Runtime baseline)
+    res.extra["timer"] = f"candidate {cand.kind}, baseline {base.kind}"
     return True
 
 

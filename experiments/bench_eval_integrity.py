@@ -3,9 +3,10 @@ an input-keyed memo kernel must lose its advantage or be rejected.
 
 The honest kernel of each GEMM-like task is the rule L2 agent's C++ micro-kernel (a real speedup).
 A. In this process, single-threaded, timed on the thread's CPU clock so the preemptions of a loaded
-   machine do not count: its speedup over the untuned baseline with timed calls on one fixed input set
-   (the inputs of the old protocol) against calls rotating through 2 and 4 checked sets (the new
-   protocol; `evaluator.timing_input_sets`), and TVM's own loop on one set (the old timer), both arms alike, arms interleaved.
+   machine do not count: its speedup over the untuned baseline under four timers, interleaved, both
+   arms alike: TVM's own loop on one fixed input set (the old protocol), the Python loop over 2
+   rotating sets (issue 13's first timer), and the C++ loop (leka/tvm_adapter/call_loop.py) on 1 set
+   and on 2 rotating sets (the default now). C++2/old is the acceptance ratio (within 10%).
 B. The evaluator end to end, old protocol (`timing_input_sets=1`, no timed-output check, no fresh
    seed, no process guard) against the defaults, on the honest kernel and on the same kernel behind an
    input-keyed memo (returns a copy of its last output when sampled inputs match the last call's),
@@ -87,40 +88,42 @@ def memo_candidate(task, honest) -> object | None:
     return honest.model_copy(update={"l2": {key: new}})
 
 
+TIMERS = ("TVM loop", "py 2 sets", "C++ 1 set", "C++ 2 sets")
+
+
 def protocol_ratios(task, honest, rounds: int) -> dict[str, float]:
     """In this process, single-threaded, on the thread's CPU clock (a loaded machine's preemptions do
-    not count): median speedup of the honest kernel over the untuned baseline with the timed calls on
-    one fixed input set (the old protocol's inputs) and rotating through 2 and 4 sets (the new)."""
+    not count): median speedup of the honest kernel over the untuned baseline under each timer, both
+    arms alike, the timers interleaved (order reversed every round). TVM loop: the old protocol
+    (time_evaluator on one fixed input set); py 2 sets: the Python loop over 2 rotating sets (issue 13's
+    first timer); C++ 1 / 2 sets: the C++ loop (leka/tvm_adapter/call_loop.py), 2 sets is the default."""
     root = ir.import_root(task)
     tgt, dev = A.make_target("llvm"), A.device_for("llvm")
     cand = A.VMRunner(ir.build_candidate(honest, tgt, root.params).executable, dev)
     base = A.VMRunner(ir.build_candidate(ir.root_candidate(task, "llvm", root), tgt, root.params).executable, dev)
-    sets = [[t.numpy() for t in task.make_inputs(s)] for s in range(4)]
+    sets = [[t.numpy() for t in task.make_inputs(s)] for s in range(2)]
+    hold = A.call_loop.hold_for(2)
 
     def timers(r) -> dict[str, timing.Timer]:
         d = [r.to_device(x) for x in sets]
 
         def tvm_loop(n: int) -> float:
-            # the old protocol's timer read on the same CPU clock; time_evaluator makes one untimed
-            # warm-up call of its own, so the difference of two runs counts n calls exactly
+            # time_evaluator makes one untimed warm-up call of its own: the CPU clock counts n + 1 calls
+            te = r.vm.time_evaluator("main", dev, number=n, repeat=1, min_repeat_ms=0)
             t0 = time.thread_time()
-            r.time_per_call(d[0], 1)
-            t1 = time.thread_time()
-            r.time_per_call(d[0], n + 1)
-            # (a one-call difference can come out <= 0 by noise: then half the first run's time)
-            return max((time.thread_time() - t1) - (t1 - t0), (t1 - t0) / 2) / n
+            te(*d[0])
+            return (time.thread_time() - t0) / (n + 1)
 
-        out = {"TVM loop": timing.Timer(tvm_loop)}
-        for k in (1, 2, 4):
-            out[f"{k} set{'s' if k > 1 else ''}"] = timing.rotating_timer(r.vm["main"], d[:k], sync=dev.sync,
-                                                                          clock=time.thread_time)
-        return out
+        return {"TVM loop": timing.Timer(tvm_loop, "tvm_loop"),
+                "py 2 sets": timing.rotating_timer(r.vm["main"], d, sync=dev.sync, clock=time.thread_time, hold=hold),
+                "C++ 1 set": timing.looped_timer(r.rotating_loop(d[:1]), 1, sync=dev.sync, clock=time.thread_time),
+                "C++ 2 sets": timing.looped_timer(r.rotating_loop(d), 2, sync=dev.sync, clock=time.thread_time)}
 
     tc, tb = timers(cand), timers(base)
     cfg = EvaluatorConfig(timing_budget_s=1.0, max_pairs=9).model_dump()
-    got: dict[str, list[float]] = {k: [] for k in tc}
+    got: dict[str, list[float]] = {k: [] for k in TIMERS}
     for i in range(rounds):
-        for k in (list(tc) if i % 2 == 0 else list(tc)[::-1]):
+        for k in (TIMERS if i % 2 == 0 else TIMERS[::-1]):
             got[k].append(timing.paired_timing(tc[k], tb[k], cfg)["speedup"])
     return {k: statistics.median(v) for k, v in got.items()}
 
@@ -146,18 +149,20 @@ def main() -> None:
     tasks = [resolve(t) for t in args.tasks.split(",") if t]
     honest = {t.id: honest_candidate(t, Path(cache) / t.id) for t in tasks}
     print(f"A. honest kernel / untuned, single thread, thread CPU clock, median of {args.rounds} paired timings")
-    print("   (TVM loop: the old protocol, TVM's time_evaluator on one set; n sets: the new, a Python loop)")
-    print(f"{'task':28s} {'TVM loop':>8} {'1 set':>8} {'2 sets':>8} {'4 sets':>8} {'2/old':>6} {'4/old':>6}")
-    ratios: dict[str, list[float]] = {"2/old": [], "4/old": []}
+    print("   (TVM loop: the old protocol, one set; py: the Python loop; C++: the C++ loop, 2 sets = the default)")
+    print(f"{'task':28s} " + " ".join(f"{k:>10}" for k in TIMERS) + f" {'C++2/old':>8} {'py2/old':>8} {'C++1/old':>8}")
+    ratios: dict[str, list[float]] = {"C++2/old": [], "py2/old": [], "C++1/old": []}
     for t in tasks:
         if honest[t.id] is None:
             print(f"{t.id:28s} skipped: the rule L2 agent has no GEMM kernel for it")
             continue
         sp = protocol_ratios(t, honest[t.id], args.rounds)
-        old, one, two, four = sp["TVM loop"], sp["1 set"], sp["2 sets"], sp["4 sets"]
-        ratios["2/old"].append(two / old)
-        ratios["4/old"].append(four / old)
-        print(f"{t.id:28s} {old:8.2f} {one:8.2f} {two:8.2f} {four:8.2f} {two / old:6.3f} {four / old:6.3f}")
+        old = sp["TVM loop"]
+        row = {"C++2/old": sp["C++ 2 sets"] / old, "py2/old": sp["py 2 sets"] / old, "C++1/old": sp["C++ 1 set"] / old}
+        for k, v in row.items():
+            ratios[k].append(v)
+        print(f"{t.id:28s} " + " ".join(f"{sp[k]:10.2f}" for k in TIMERS) + " " + " ".join(f"{v:8.3f}" for v in row.values()),
+              flush=True)
     for k, v in ratios.items():
         if v:
             print(f"geomean {k}: {statistics.geometric_mean(v):.3f} over {len(v)} task(s)")

@@ -60,6 +60,30 @@ extern "C" int32_t ENTRY(float* x, float* w, float* out) {
   return 0;
 }
 """
+# stateless: returns at once when its output buffer already holds this input's result (4 sampled
+# values; for a product Freivalds' test would check it all for less than the product costs). In a
+# plain timing loop a Relax VM's output buffers alternate in step with two input sets, so the buffer
+# holds its answer from two calls before (leka/tvm_adapter/call_loop.py)
+PEEK = HEAD + "#include <cmath>\n" + COMPUTE + r"""
+extern "C" int32_t ENTRY(float* x, float* w, float* out) {
+  bool ready = true;
+  const int at[4] = {0, 77, 160, 255};
+  for (int i : at) {
+    float v = x[i], e = (v > 0.f ? v : 0.f) * w[i % 64] + v;
+    if (!(std::fabs(out[i] - e) <= 1e-5f * (1.f + std::fabs(e)))) ready = false;
+  }
+  if (!ready) compute(x, w, out);
+  return 0;
+}
+"""
+# computes for the checked runs (4 seeds, each after a poison run), then stops writing its output
+STOPS = HEAD + COMPUTE + r"""
+static long calls = 0;
+extern "C" int32_t ENTRY(float* x, float* w, float* out) {
+  if (++calls <= 12) compute(x, w, out);
+  return 0;
+}
+"""
 BACKGROUND = HEAD + "#include <thread>\n#include <chrono>\n" + COMPUTE + r"""
 extern "C" int32_t ENTRY(float* x, float* w, float* out) {
   std::thread([=] {  // returns at once; the output appears later
@@ -213,6 +237,8 @@ def test_honest_kernel_passes_every_check(task, root, tmp_path):
     res = _ev(tmp_path).evaluate(task, _cand(task, root, HONEST, "honest_0", reps=0))
     assert res.correct and res.error_kind in (None, "timing_invalid"), (res.error_kind, res.error)
     assert res.speedup and res.speedup > 0 and res.extra["timing_input_sets"] == 2
+    # both arms in the C++ loop (no Python between timed calls), as long as a C++ compiler is here
+    assert res.extra["timer"] == "candidate cpp_loop, baseline cpp_loop"
     assert "fresh_seed" in res.extra
 
 
@@ -242,6 +268,35 @@ def test_input_keyed_memo_loses_its_advantage(task, root, tmp_path):
     else:  # bounds far from the memo's advantage (a memcpy against ~100k dependent adds), not the noise
         assert r_new.correct and r_new.speedup < 3 * r_honest.speedup, (r_new.speedup, r_honest.speedup)
         assert r_old.speedup > 20 * r_new.speedup, (r_old.speedup, r_new.speedup)
+
+
+def test_kernel_that_finds_its_answer_in_its_output_buffer_gains_nothing(task, root, tmp_path):
+    """No state, legal to the static check, correct on every checked run: under TVM's loop on one
+    input set it times four comparisons; with the timed calls' output buffers kept out of step with
+    the input sets, every call's buffer holds another set's result and it computes."""
+    reps = 400
+    honest = _cand(task, root, HONEST, "peek_honest", reps=reps)
+    peek = _cand(task, root, PEEK, "peek", reps=reps)
+    assert l2_guard.scan_candidate(peek) == []
+    new, old = _ev(tmp_path), _ev(tmp_path, **OLD)
+    r_old = old.evaluate(task, peek)
+    r_honest = new.evaluate(task, honest)
+    r_new = new.evaluate(task, peek)
+    assert r_old.correct and r_honest.correct and r_new.correct, (r_old.error, r_honest.error, r_new.error)
+    assert r_old.speedup > 4 * r_honest.speedup, (r_old.speedup, r_honest.speedup)  # the attack worked before
+    assert r_new.speedup < 3 * r_honest.speedup, (r_new.speedup, r_honest.speedup)
+    assert r_old.speedup > 20 * r_new.speedup, (r_old.speedup, r_new.speedup)
+
+
+def test_kernel_that_stops_computing_once_timing_starts_is_stale(task, root, tmp_path):
+    """State hidden from the static check (off here): correct for the checked runs, then it leaves its
+    output untouched. The buffer it leaves holds another input set's result: stale_output."""
+    cand = _cand(task, root, STOPS, "stops")
+    res = _ev(tmp_path, static_check=False).evaluate(task, cand)
+    assert res.error_kind == "stale_output" and not res.correct, (res.error_kind, res.error)
+    assert "input set" in res.error
+    old = _ev(tmp_path, **OLD).evaluate(task, cand)  # one input set, nothing checked: it timed nothing
+    assert old.correct and old.error_kind in (None, "timing_invalid"), (old.error_kind, old.error)
 
 
 def test_background_thread_kernel_fails_at_runtime_too(task, root, tmp_path):

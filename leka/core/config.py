@@ -30,7 +30,10 @@ class EvaluatorConfig(_Section):
     min_pairs: int = 3
     sample_s: float = 0.03  # target wall time of one timing sample; `number` adapts to reach it
     sample_repeats: int = 3  # a sample is the best of this many runs of `number` calls
-    timing_budget_s: float = 4.0  # soft cap on the timing phase per evaluation
+    # the timing phase per evaluation: [min_pairs, max_pairs] pairs fit in it; a slow program (a call
+    # >= sample_s) gets fewer than min_pairs, at least 1, when they do not fit after its warm-up
+    # (EvalResult.n_pairs, timing_spread: None for one pair, extra["timing_limited"])
+    timing_budget_s: float = 4.0
     max_spread: float = 0.10  # timing valid if IQR/median of the per-pair ratios is under this
     poison: bool = True  # run on poison inputs before each checked run, so stale buffers fail
     overlap_baseline_build: bool = True  # build the TVM baseline on a second thread during the candidate build

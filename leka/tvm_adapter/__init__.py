@@ -10,6 +10,7 @@ TVM renames things between releases (tir -> tirx, nd -> runtime.tensor, profile=
 | `importer` | torch.export -> Relax, lifted constants, TVMScript text <-> modules |
 | `lowering` | the zero pipeline, DLight on GPUs, PrimFunc surgery, build, export |
 | `runtime` | `VMRunner`: run and time a built executable, per-kernel profiles, memory plans |
+| `call_loop` | a C++ loop (compiled at first use) calling a function on rotating argument sets, for timing |
 | `sources` | generated sources (LLVM IR, asm, CUDA C, OpenCL C), the source postproc hook, nvcc |
 | `rpc` | TVM RPC sessions, remote devices and VMs |
 | `tuning` | MetaSchedule tuning (the tuned baseline) |
@@ -21,6 +22,7 @@ TVM renames things between releases (tir -> tirx, nd -> runtime.tensor, profile=
 follows are in the shared `tvm-recipes/` folder (verified on TVM 0.27.0.post1 + apache-tvm-ffi 0.1.14.post1).
 """
 
+from leka.tvm_adapter.call_loop import CallLoopUnavailable
 from leka.tvm_adapter.errors import (
     ImportFailure,
     error_text,
@@ -128,4 +130,4 @@ from leka.tvm_adapter.tuning import (
     tune_relax,
 )
 
-__all__ = ["ImportFailure", "L0Pass", "TuneResult", "L0_PASSES", "L0_PASS_FNS", "LLVM_OPTIONS", "PARSE_LOCK", "VMRunner", "apply_tuning_db", "bind_params", "buffer_signature", "build", "build_prim_func", "count_relax_ops", "cpu_target", "L2Flusher", "cuda_device_info", "cuda_runtime_setup", "device_free_bytes", "time_flushed", "device_for", "error_text", "estimate_tir_flops", "export_library", "extern_prim_func", "find_module", "first_line", "flatten_outputs", "gpu_default_schedule", "import_torch", "inspect_source", "is_gpu", "is_scheduled", "l0_clip_to_relu_min", "l0_combine_parallel_matmul", "l0_conv1x1_to_matmul", "l0_convert_layout_nhwc", "l0_convert_layout_nhwc_hwio", "l0_dead_code_elimination", "l0_decompose_ops", "l0_eliminate_common_subexpr", "l0_fold_batchnorm", "l0_fold_constant", "l0_fuse", "l0_fuse_transpose_matmul", "l0_pow_to_multiply", "lift_consts", "llvm_ir_to_object", "load_module", "lower", "make_target", "mark_scheduled", "nvcc_compile", "param_names", "parse_module", "parse_tir", "planned_memory_bytes", "prim_funcs", "relax_functions", "relax_text", "remote_device", "remote_runner", "remote_vm", "replace_prim_func", "rpc_connect", "rpc_request", "rpc_tracker_summary", "run_prim_func", "runtime_source", "sblock_summaries", "schedule", "source_postproc", "structural_equal", "structural_hash", "target_json", "tensor_on", "trace_steps", "tune_prim_func", "tune_relax", "tvm_version", "unsupported_ops", "unwrap_single_output", "vector_lanes_fp32", "with_target_options"]
+__all__ = ["CallLoopUnavailable", "ImportFailure", "L0Pass", "L0_PASSES", "L0_PASS_FNS", "L2Flusher", "LLVM_OPTIONS", "PARSE_LOCK", "TuneResult", "VMRunner", "apply_tuning_db", "bind_params", "buffer_signature", "build", "build_prim_func", "count_relax_ops", "cpu_target", "cuda_device_info", "cuda_runtime_setup", "device_for", "device_free_bytes", "error_text", "estimate_tir_flops", "export_library", "extern_prim_func", "find_module", "first_line", "flatten_outputs", "gpu_default_schedule", "import_torch", "inspect_source", "is_gpu", "is_scheduled", "l0_clip_to_relu_min", "l0_combine_parallel_matmul", "l0_conv1x1_to_matmul", "l0_convert_layout_nhwc", "l0_convert_layout_nhwc_hwio", "l0_dead_code_elimination", "l0_decompose_ops", "l0_eliminate_common_subexpr", "l0_fold_batchnorm", "l0_fold_constant", "l0_fuse", "l0_fuse_transpose_matmul", "l0_pow_to_multiply", "lift_consts", "llvm_ir_to_object", "load_module", "lower", "make_target", "mark_scheduled", "nvcc_compile", "param_names", "parse_module", "parse_tir", "planned_memory_bytes", "prim_funcs", "relax_functions", "relax_text", "remote_device", "remote_runner", "remote_vm", "replace_prim_func", "rpc_connect", "rpc_request", "rpc_tracker_summary", "run_prim_func", "runtime_source", "sblock_summaries", "schedule", "source_postproc", "structural_equal", "structural_hash", "target_json", "tensor_on", "time_flushed", "trace_steps", "tune_prim_func", "tune_relax", "tvm_version", "unsupported_ops", "unwrap_single_output", "vector_lanes_fp32", "with_target_options"]

@@ -13,6 +13,8 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from leka.tvm_adapter import call_loop
+
 
 def flatten_outputs(out) -> list:
     if isinstance(out, tvm.runtime.Tensor):
@@ -44,6 +46,11 @@ class VMRunner:
         """Seconds per call, averaged over `number` back-to-back calls (one sample)."""
         te = self.vm.time_evaluator("main", self.dev, number=number, repeat=1, min_repeat_ms=0)
         return float(te(*dev_args).mean)
+
+    def rotating_loop(self, dev_sets: Sequence[Sequence[Any]], cache_dir: str | None = None):
+        """`run(number, k)`: `number` back-to-back calls of main in C++ (no Python between them), call i
+        on `dev_sets[(k + i) % K]`; returns the last output. CallLoopUnavailable without a compiler."""
+        return call_loop.rotating_loop(self.vm["main"], dev_sets, cache_dir)
 
     def profile_kernels(self, dev_args: Sequence[Any], repeat: int = 5, warmup: int = 1) -> tuple[list[dict], float]:
         """Per VM call (kernels and builtins): seconds per iteration and call count, plus the total.

@@ -1,0 +1,185 @@
+"""A C++ loop that calls a TVM function on rotating argument sets, with no Python between the calls.
+
+TVM's `time_evaluator` calls a function `number` times on one fixed argument set; its `f_preproc`
+runs only once per repeat, so rotating inputs through it means one timed call per repeat (a timer
+start/stop and a preproc call between every two calls). The evaluator's timing needs every call on
+the next of K input sets (benchmark/timing.py): this loop does that in C++ the way TVM's own loop does
+(`pf.CallPacked(args, n, &temp)`), call i on set (k + i) % K.
+
+Output buffers. A Relax VM allocates each call's output from its pooled allocator (LIFO per size),
+and keeps the last return value itself until the next call returns. So in a plain loop two output
+buffers alternate, in step with two rotating input sets: every call writes the buffer that already
+holds the result for its own inputs, and a kernel that checks its output buffer (a few sampled
+values, or Freivalds' test for a product, cheaper than computing it) and returns early would pass
+the output check and time nothing, without keeping any state. The loop therefore keeps the last
+`hold` outputs alive (across samples too), so the buffer a call gets last held the output of the
+call `period` calls before, `period = max(2, hold + 1)`; `hold_for(K)` picks the smallest period
+that is not a multiple of K, so that buffer held another input set's result.
+
+`make_rotating_loop(f, n_sets, hold, *set0, *set1, ...)` -> `loop(number, k)` -> the last call's
+output. Compiled at first use against the tvm-ffi headers of the installed wheel (g++, about 1 s),
+cached per source, tvm-ffi version and compiler in `cache_dir/call_loop/`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+SOURCE = r"""
+#include <tvm/ffi/any.h>
+#include <tvm/ffi/function.h>
+
+#include <memory>
+#include <vector>
+
+namespace ffi = tvm::ffi;
+
+// make_rotating_loop(f, n_sets, hold, set_0 args..., set_1 args..., ...) -> loop(number, k) -> last output
+extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_rotating_loop(void*, const TVMFFIAny* args, int32_t num_args,
+                                                               TVMFFIAny* result) {
+  TVM_FFI_SAFE_CALL_BEGIN();
+  TVM_FFI_ICHECK_GE(num_args, 3) << "make_rotating_loop(f, n_sets, hold, args...)";
+  const ffi::AnyView* a = reinterpret_cast<const ffi::AnyView*>(args);
+  ffi::Function f = a[0].cast<ffi::Function>();
+  const int64_t n_sets = a[1].cast<int64_t>(), hold = a[2].cast<int64_t>();
+  TVM_FFI_ICHECK(n_sets > 0 && (num_args - 3) % n_sets == 0 && hold >= 0)
+      << "make_rotating_loop: " << num_args - 3 << " args in " << n_sets << " sets, hold=" << hold;
+  const int32_t n_args = static_cast<int32_t>((num_args - 3) / n_sets);
+  // the argument sets and views of them (what each call gets). An object argument is held here, but a
+  // tensor may arrive as a raw DLTensor* that nothing here owns: the caller keeps the arguments alive
+  // for as long as the loop lives (rotating_loop in Python does)
+  auto owned = std::make_shared<std::vector<ffi::Any>>(a + 3, a + num_args);
+  auto views = std::make_shared<std::vector<ffi::AnyView>>(owned->begin(), owned->end());
+  // the last `hold` outputs stay alive (across samples too): see the module docstring
+  auto ring = std::make_shared<std::vector<ffi::Any>>(static_cast<size_t>(hold));
+  auto pos = std::make_shared<int64_t>(0);
+  ffi::Function loop = ffi::Function::FromPacked([=](ffi::PackedArgs pa, ffi::Any* rv) {
+    TVM_FFI_ICHECK_EQ(pa.size(), 2) << "loop(number, k)";
+    const int64_t number = pa[0].cast<int64_t>();
+    int64_t k = pa[1].cast<int64_t>();
+    TVM_FFI_ICHECK(number >= 1 && k >= 0 && k < n_sets) << "loop: number=" << number << ", k=" << k;
+    const ffi::AnyView* sets = views->data();
+    ffi::Any out;
+    for (int64_t i = 0; i < number; ++i) {
+      out = ffi::Any();
+      f.CallPacked(sets + k * n_args, n_args, &out);
+      if (hold > 0) {
+        (*ring)[*pos] = out;
+        *pos = (*pos + 1 == hold) ? 0 : *pos + 1;
+      }
+      k = (k + 1 == n_sets) ? 0 : k + 1;
+    }
+    *rv = std::move(out);
+  });
+  *reinterpret_cast<ffi::Any*>(result) = std::move(loop);
+  TVM_FFI_SAFE_CALL_END();
+}
+"""
+
+
+class CallLoopUnavailable(RuntimeError):
+    """The loop could not be compiled or loaded (no C++ compiler, no tvm-ffi headers)."""
+
+
+_lock = threading.Lock()
+_loaded: dict[str, Callable[..., Any]] = {}
+
+
+def _ffi_dir() -> Path:
+    spec = importlib.util.find_spec("tvm_ffi")
+    if spec is None or not spec.origin:
+        raise CallLoopUnavailable("tvm_ffi is not installed")
+    return Path(spec.origin).parent
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("apache-tvm-ffi")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def library(cache_dir: str | os.PathLike | None = None) -> Path:
+    """The compiled loop's shared library (compiled once per source / tvm-ffi / compiler)."""
+    cxx = os.environ.get("LEKA_CXX", "g++")
+    ffi = _ffi_dir()
+    key = hashlib.sha256("\0".join((SOURCE, _version(), str(ffi), cxx)).encode()).hexdigest()[:16]
+    out = Path(cache_dir or ".leka-cache") / "call_loop" / f"rotating_loop-{key}.so"
+    if out.exists():
+        return out
+    if not shutil.which(cxx):
+        raise CallLoopUnavailable(f"no C++ compiler {cxx!r} on PATH (LEKA_CXX)")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only working directory: this process's own temporary folder
+        out = Path(tempfile.mkdtemp(prefix="leka-call-loop-")) / out.name
+    src = out.with_suffix(f".{os.getpid()}.cc")
+    tmp = out.with_suffix(f".{os.getpid()}.tmp")
+    src.write_text(SOURCE)
+    cmd = [cxx, "-std=c++17", "-O2", "-shared", "-fPIC", f"-I{ffi / 'include'}", str(src),
+           f"-L{ffi / 'lib'}", f"-Wl,-rpath,{ffi / 'lib'}", "-ltvm_ffi", "-o", str(tmp)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CallLoopUnavailable(f"could not run {cxx}: {e}") from e
+    finally:
+        src.unlink(missing_ok=True)
+    if r.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        tail = "\n".join((r.stderr or r.stdout).strip().splitlines()[-10:])
+        raise CallLoopUnavailable(f"compiling the call loop failed:\n{tail}")
+    tmp.replace(out)  # atomic: evaluation children may compile it at the same time
+    return out
+
+
+def _factory(cache_dir: str | os.PathLike | None = None) -> Callable[..., Any]:
+    """The loaded `make_rotating_loop` (see the module docstring); CallLoopUnavailable if it cannot be."""
+    import tvm_ffi
+
+    with _lock:
+        path = str(library(cache_dir))
+        if path not in _loaded:
+            try:
+                _loaded[path] = tvm_ffi.load_module(path)["make_rotating_loop"]
+            except Exception as e:  # noqa: BLE001 - a broken cache entry or ABI: say so, the caller falls back
+                raise CallLoopUnavailable(f"loading {path}: {e}") from e
+        return _loaded[path]
+
+
+def hold_for(n_sets: int) -> int:
+    """Outputs kept alive so that the buffer a call writes last held another input set's output: the
+    buffer period `max(2, hold + 1)` must not be a multiple of n_sets (2 sets: hold 2, period 3)."""
+    period = 2
+    while n_sets > 1 and period % n_sets == 0:
+        period += 1
+    return period - 1
+
+
+def rotating_loop(f: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
+                  cache_dir: str | os.PathLike | None = None, hold: int | None = None) -> Callable[[int, int], Any]:
+    """`run(number, k)`: `number` calls of the TVM function `f`, call i on `arg_sets[(k + i) % K]`, in
+    C++; returns the last call's output. `hold` outputs stay alive (default `hold_for(K)`)."""
+    n_sets = len(arg_sets)
+    if n_sets == 0 or len({len(s) for s in arg_sets}) != 1:
+        raise ValueError("rotating_loop needs one or more argument sets of one length")
+    make = _factory(cache_dir)
+    flat = [a for s in arg_sets for a in s]
+    loop = make(f, n_sets, hold_for(n_sets) if hold is None else int(hold), *flat)
+
+    def run(number: int, k: int, _args: list = flat) -> Any:
+        # `_args` keeps the arguments alive as long as the loop: tensors reach the C++ side as raw
+        # DLTensor pointers it does not own
+        return loop(int(number), int(k))
+
+    return run

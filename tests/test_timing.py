@@ -1,0 +1,209 @@
+"""The timers of the timing protocol (benchmark/timing.py): the C++ loop (leka.tvm_adapter.call_loop)
+calls a function on rotating input sets with no Python between calls, carries the set across samples,
+hands the last output of each sample to the check, and keeps outputs alive so that the buffer a VM
+call writes last held another input set's result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmark import baselines, timing
+from benchmark.task import load_task_file
+from leka import ir
+from leka import tvm_adapter as A
+from leka.core.config import EvaluatorConfig
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def loop_cache(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("call_loop"))
+
+
+@pytest.fixture(scope="module")
+def vm():
+    """The tiny task's untuned VM, three input sets on the device and their references."""
+    task = load_task_file(DATA / "tiny_task.py")
+    root = ir.import_root(task)
+    runner = A.VMRunner(ir.build_candidate(ir.root_candidate(task, "llvm", root), A.make_target("llvm"),
+                                           root.params).executable, A.device_for("llvm"))
+    inputs = [[t.numpy() for t in task.make_inputs(s)] for s in range(3)]
+    refs = [task.make_model()(*task.make_inputs(s)).detach().numpy() for s in range(3)]
+    return runner, inputs, refs
+
+
+def _recording_kernel(seen: list[int]):
+    def kernel(tag: int) -> int:  # "computes" tag * 10 and records which input set it saw
+        seen.append(tag)
+        return tag * 10
+    return kernel
+
+
+def test_cpp_loop_rotates_input_sets_like_the_python_loop(loop_cache):
+    sets = [[0], [1], [2]]
+    seen_c: list[int] = []
+    seen_p: list[int] = []
+    checked_c: list[tuple[int, int]] = []
+    checked_p: list[tuple[int, int]] = []
+    tc = timing.looped_timer(A.call_loop.rotating_loop(_recording_kernel(seen_c), sets, loop_cache), 3,
+                             check=lambda k, out: checked_c.append((k, out)))
+    tp = timing.rotating_timer(_recording_kernel(seen_p), sets, check=lambda k, out: checked_p.append((k, out)))
+    for n in (4, 2, 1, 5):
+        assert tc.sample(n) >= 0 and tp.sample(n) >= 0
+    # every call gets the next set, and a sample starts where the previous one ended
+    assert seen_c == [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2]
+    assert seen_p == seen_c
+    # the check sees the last call of each sample: its set and its output
+    assert checked_c == [(0, 0), (2, 20), (0, 0), (2, 20)]
+    assert checked_p == checked_c
+    assert (tc.kind, tp.kind) == ("cpp_loop", "python_loop")
+
+
+def test_a_replayed_result_raises_stale_output(loop_cache):
+    """A kernel that computes once and then returns its first result: the sample's last output is
+    checked against the reference of its own input set."""
+    first: list[int] = []
+
+    def replay(tag: int) -> int:
+        if not first:
+            first.append(tag * 10)
+        return first[0]
+
+    def check(k: int, out: int) -> None:
+        if out != k * 10:
+            raise timing.StaleOutput(f"set {k}: got {out}, expected {k * 10}")
+
+    t = timing.looped_timer(A.call_loop.rotating_loop(replay, [[0], [1]], loop_cache), 2, check=check)
+    assert t.sample(1) >= 0  # one call, on set 0: computed
+    with pytest.raises(timing.StaleOutput, match="set 1: got 0, expected 10"):
+        t.sample(1)
+    # paired_timing lets it through to the evaluator (error_kind stale_output)
+    honest = timing.looped_timer(A.call_loop.rotating_loop(lambda tag: tag * 10, [[0], [1]], loop_cache), 2, check=check)
+    replaying = timing.looped_timer(A.call_loop.rotating_loop(lambda tag: 0, [[0], [1]], loop_cache), 2, check=check)
+    cfg = EvaluatorConfig(timing_budget_s=0.05, sample_s=0.001).model_dump()
+    assert timing.paired_timing(honest, honest, cfg)["speedup"] > 0
+    with pytest.raises(timing.StaleOutput):
+        timing.paired_timing(replaying, honest, cfg)
+
+
+def test_the_checked_set_changes_from_sample_to_sample(loop_cache):
+    """With 2 sets and an even `number` every sample would end on the same set, and only that set's
+    outputs would ever be checked: a sample's call count is made coprime with the set count."""
+    seen: list[int] = []
+    checked: list[int] = []
+    t = timing.looped_timer(A.call_loop.rotating_loop(_recording_kernel(seen), [[0], [1]], loop_cache), 2,
+                            check=lambda k, out: checked.append(k))
+    for _ in range(4):
+        t.sample(4)
+    assert len(seen) == 20 and seen == [0, 1] * 10  # 5 calls a sample, strictly alternating
+    assert checked == [0, 1, 0, 1]
+
+
+def test_an_error_in_a_timed_call_is_raised(loop_cache):
+    def kernel(tag: int) -> int:
+        if tag == 1:
+            raise ValueError("kernel failed on set 1")
+        return 0
+
+    run = A.call_loop.rotating_loop(kernel, [[0], [1]], loop_cache)
+    assert run(1, 0) == 0
+    with pytest.raises(ValueError, match="kernel failed on set 1"):
+        run(2, 0)
+    with pytest.raises(Exception, match="k=5"):
+        run(1, 5)
+
+
+def test_vm_loop_outputs_and_output_buffers(vm, loop_cache):
+    """A VM's outputs through the loop match each set's reference, and the output buffer a call writes
+    never last held its own set's output (TVM's loop, holding nothing, alternates two buffers in step
+    with two sets: a kernel that looks into its output buffer would find its answer there)."""
+    runner, inputs, refs = vm
+    dev = [runner.to_device(x) for x in inputs]
+
+    def owners(hold: int | None, n_sets: int) -> list[tuple[int, int | None]]:
+        """(set of each call, set whose output its buffer held before) over single-call samples."""
+        run = runner.rotating_loop(dev[:n_sets], loop_cache) if hold is None else \
+            A.call_loop.rotating_loop(runner.vm["main"], dev[:n_sets], loop_cache, hold=hold)
+        held: dict[int, int] = {}
+        got = []
+        k = 0
+        for _ in range(12):
+            (o,) = A.flatten_outputs(run(1, k))
+            np.testing.assert_array_equal(o.numpy(), refs[k])
+            got.append((k, held.get(o.data_ptr())))
+            held[o.data_ptr()] = k
+            del o
+            k = (k + 1) % n_sets
+        return got
+
+    for n_sets in (2, 3):
+        steady = owners(None, n_sets)[4:]
+        assert all(prev is not None and prev != k for k, prev in steady), (n_sets, steady)
+    # the reason for holding outputs: without it, two sets meet their own old output every call
+    assert all(prev == k for k, prev in owners(0, 2)[4:])
+    # several calls per sample: the last output is the last set's
+    run = runner.rotating_loop(dev[:2], loop_cache)
+    for number, k in ((3, 0), (4, 1), (5, 1)):
+        (o,) = A.flatten_outputs(run(number, k))
+        np.testing.assert_array_equal(o.numpy(), refs[(k + number - 1) % 2])
+
+
+def test_vm_timer_falls_back_to_the_python_loop_without_a_compiler(vm, tmp_path, monkeypatch):
+    runner, inputs, refs = vm
+    monkeypatch.setenv("LEKA_CXX", str(tmp_path / "no-such-compiler"))
+    with pytest.raises(A.CallLoopUnavailable, match="no C\\+\\+ compiler"):
+        A.call_loop.rotating_loop(runner.vm["main"], [runner.to_device(inputs[0])], str(tmp_path))
+    seen: list[int] = []
+    t = baselines.vm_rotating_timer(runner, inputs[:2], check=lambda k, out: seen.append(k), cache_dir=str(tmp_path))
+    assert t.kind == "python_loop" and t.sample(3) > 0 and seen == [0]
+    monkeypatch.delenv("LEKA_CXX")
+    t = baselines.vm_rotating_timer(runner, inputs[:2], check=lambda k, out: seen.append(k), cache_dir=str(tmp_path))
+    assert t.kind == "cpp_loop" and t.sample(3) > 0 and seen == [0, 0]
+
+
+def test_hold_for_keeps_the_buffer_period_off_the_set_period():
+    for n_sets in range(2, 9):
+        period = max(2, A.call_loop.hold_for(n_sets) + 1)
+        assert period % n_sets != 0, n_sets
+    assert A.call_loop.hold_for(2) == 2 and A.call_loop.hold_for(3) == 1
+
+
+# --------------------------------------------------------------------------- the plan: slow programs
+def _fixed(seconds: float, asked: list[int]) -> timing.Timer:
+    """A timer of a program that takes `seconds` a call (it reports, it does not sleep)."""
+    def sample(n: int) -> float:
+        asked.append(n)
+        return seconds
+    return timing.Timer(sample, "fixed")
+
+
+@pytest.mark.parametrize(("budget", "pairs", "limited"), [(4.0, 1, True), (12.0, 2, True), (100.0, 15, False)])
+def test_a_slow_program_gets_the_pairs_its_budget_allows(budget, pairs, limited):
+    from leka.core.types import EvalResult
+
+    asked: list[int] = []
+    cfg = EvaluatorConfig(timing_budget_s=budget).model_dump()  # min_pairs 3, max_pairs 15
+    tm = timing.paired_timing(_fixed(2.0, asked), _fixed(3.0, asked), cfg)
+    assert (tm["pairs"], tm["limited"]) == (pairs, limited)
+    assert set(asked) == {1} and len(asked) == 2 + 2 * pairs  # warm-up, then one call per sample
+    assert tm["speedup"] == pytest.approx(1.5) and tm["number"] == [1, 1] and tm["repeats"] == [1, 1]
+    res = EvalResult(task="t")
+    timing.record(res, tm, max_spread=0.1)
+    assert res.n_pairs == pairs and res.timing_valid and res.error_kind is None
+    if pairs == 1:
+        assert res.timing_spread is None and "no spread (one pair)" in res.extra["timing_limited"]
+    else:
+        assert res.timing_spread == 0.0
+    assert ("timing_limited" in res.extra) == limited
+
+
+def test_a_fast_program_keeps_min_pairs_in_a_tiny_budget():
+    asked: list[int] = []
+    cfg = EvaluatorConfig(timing_budget_s=0.001).model_dump()
+    tm = timing.paired_timing(_fixed(1e-4, asked), _fixed(2e-4, asked), cfg)
+    assert tm["pairs"] == 3 and not tm["limited"] and tm["spread"] == 0.0
+    assert tm["number"] == [100, 50] and tm["repeats"] == [3, 3]
