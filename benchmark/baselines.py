@@ -29,7 +29,18 @@ def ms_dir(task: Task, backend: str, trials: int, cache_dir: str | None = None) 
 
 
 def is_tuned(d: Path) -> bool:
-    return (d / "DONE").exists()
+    """Tuned and cached: DONE written, and a record for each tuning task. A GPU database tuned before
+    tuning started from unscheduled PrimFuncs says DONE over no records (MetaSchedule skipped every
+    DLight-scheduled task): it is tuned again."""
+    done = d / "DONE"
+    if not done.exists():
+        return False
+    try:
+        tasks = int(json.loads(done.read_text()).get("tasks", 0))
+    except (ValueError, AttributeError):
+        return False
+    records = d / "database_tuning_record.json"
+    return tasks == 0 or (records.is_file() and records.stat().st_size > 0)
 
 
 def ensure_tuned(task: Task, backend: str = "llvm", trials: int = 64, cache_dir: str | None = None,
@@ -41,7 +52,9 @@ def ensure_tuned(task: Task, backend: str = "llvm", trials: int = 64, cache_dir:
     d.mkdir(parents=True, exist_ok=True)
     root = load_root(task, cache_dir)
     target = A.make_target(backend)
-    lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target)
+    # unscheduled: MetaSchedule does not re-tune what DLight scheduled (GPU targets)
+    lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target,
+                      gpu_schedule=False)
     t0 = time.time()
     n = A.tune_relax(lowered, target, str(d), trials, seed=seed)
     (d / "DONE").write_text(json.dumps({"trials": trials, "tasks": n, "seconds": round(time.time() - t0, 1),
@@ -50,8 +63,11 @@ def ensure_tuned(task: Task, backend: str = "llvm", trials: int = 64, cache_dir:
 
 
 def tuned_executable(task: Task, root: ir.Root, backend: str, target, work_dir: str):
-    lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target)
-    return A.build(A.apply_tuning_db(lowered, target, work_dir), target)
+    """The database's schedules on the unscheduled lowering (the keys it was tuned under); on GPUs
+    DLight schedules the kernels it has no record of."""
+    lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target,
+                      gpu_schedule=False)
+    return A.build(A.tuned_module(lowered, target, work_dir), target)
 
 
 def cached_executable(task: Task, backend: str, target, what: str, build, cache_dir: str | None = None):
