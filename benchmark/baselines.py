@@ -18,14 +18,33 @@ from benchmark.task import Task
 from benchmark.timing import Timer, rotating_timer, tvm_timer
 from leka import ir
 from leka import tvm_adapter as A
+from leka.core.devices import parse_device
 
 BASELINES = ("untuned", "tuned", "torch", "torch_compile", "ort")  # torch_compile: cuda only
 
 
-def ms_dir(task: Task, backend: str, trials: int, cache_dir: str | None = None) -> Path:
-    target = A.make_target(backend)
+def remote_device(device: Any = None) -> dict[str, Any] | None:
+    """A remote device's config as a dict (from a DeviceConfig or its dict); None for this machine."""
+    if device is None:
+        return None
+    d = device if isinstance(device, dict) else device.model_dump(mode="json")
+    return d if parse_device(d.get("url") or "local") else None
+
+
+def tuning_target(backend: str, device: Any = None):
+    """The target a baseline is tuned and built for: a board's `device.target` (its GPU kind, its host
+    triple) for a remote device, else this machine's."""
+    dev = remote_device(device)
+    return A.make_target(backend, target=(dev or {}).get("target") or None)
+
+
+def ms_dir(task: Task, backend: str, trials: int, cache_dir: str | None = None, device: Any = None) -> Path:
+    """The database's folder: per task, target (and board key for a remote device) and trial count."""
+    dev = remote_device(device)
+    target = tuning_target(backend, dev)
     tkey = hashlib.sha256(json.dumps(A.target_json(target), sort_keys=True).encode()).hexdigest()[:8]
-    return cache_root(cache_dir) / "ms" / f"{task.id}-{task.digest}" / f"{backend}-{tkey}" / f"trials{trials}"
+    where = f"{backend}-{tkey}" if dev is None else f"{backend}-rpc-{parse_device(dev['url']).key}-{tkey}"
+    return cache_root(cache_dir) / "ms" / f"{task.id}-{task.digest}" / where / f"trials{trials}"
 
 
 def is_tuned(d: Path) -> bool:
@@ -44,30 +63,40 @@ def is_tuned(d: Path) -> bool:
 
 
 def ensure_tuned(task: Task, backend: str = "llvm", trials: int = 64, cache_dir: str | None = None,
-                 seed: int = 0) -> tuple[Path, bool]:
-    """Tune once; afterwards reuse the JSON database. Returns (work_dir, reused)."""
-    d = ms_dir(task, backend, trials, cache_dir)
+                 seed: int = 0, device: Any = None) -> tuple[Path, bool]:
+    """Tune once; afterwards reuse the JSON database. Returns (work_dir, reused). For a remote device
+    (`rpc://HOST:PORT/KEY`) the trials run on a board under KEY (MetaSchedule's RPCRunner), their
+    libraries linked here with `device.cross_compiler`."""
+    dev = remote_device(device)
+    d = ms_dir(task, backend, trials, cache_dir, dev)
     if is_tuned(d):
         return d, True
     d.mkdir(parents=True, exist_ok=True)
     root = load_root(task, cache_dir)
-    target = A.make_target(backend)
+    target = tuning_target(backend, dev)
+    rpc, cc = None, ""
+    if dev is not None:
+        r = parse_device(dev["url"])
+        rpc, cc = (r.host, r.port, r.key), dev.get("cross_compiler") or ""
     # unscheduled: MetaSchedule does not re-tune what DLight scheduled (GPU targets)
     lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target,
                       gpu_schedule=False)
     t0 = time.time()
-    n = A.tune_relax(lowered, target, str(d), trials, seed=seed)
+    n = A.tune_relax(lowered, target, str(d), trials, seed=seed, rpc=rpc, cross_compiler=cc)
     (d / "DONE").write_text(json.dumps({"trials": trials, "tasks": n, "seconds": round(time.time() - t0, 1),
-                                        "target": A.target_json(target)}))
+                                        "target": A.target_json(target),
+                                        **({"device": dev["url"]} if dev else {})}))
     return d, False
 
 
-def tuned_executable(task: Task, root: ir.Root, backend: str, target, work_dir: str):
+def tuned_executable(task: Task, root: ir.Root, backend: str, target, work_dir: str, for_rpc: bool = False):
     """The database's schedules on the unscheduled lowering (the keys it was tuned under); on GPUs
-    DLight schedules the kernels it has no record of."""
+    DLight schedules the kernels it has no record of. `for_rpc`: main returns a tensor, not a 1-tuple
+    (as `ir.build_candidate(for_rpc=True)`)."""
     lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target,
                       gpu_schedule=False)
-    return A.build(A.tuned_module(lowered, target, work_dir), target)
+    mod = A.tuned_module(lowered, target, work_dir)
+    return A.build(A.unwrap_single_output(mod) if for_rpc else mod, target)
 
 
 def cached_executable(task: Task, backend: str, target, what: str, build, cache_dir: str | None = None):

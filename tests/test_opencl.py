@@ -243,6 +243,32 @@ def test_tuned_opencl_baseline(plugin, task, tmp_path):
     assert res.baseline == "tuned" and res.t_baseline_s and res.t_baseline_s > 0 and res.speedup > 0
 
 
+@pytest.mark.slow
+def test_tuned_baseline_on_a_board(board, task, tmp_path):
+    # MetaSchedule's RPCRunner runs the trials on the PoCL board through the tracker; the database is
+    # cached per board key, and the remote runner times the candidate against it on the board
+    import json
+
+    from benchmark import baselines
+
+    _, _, dev = board
+    cache = tmp_path / "cache"
+    r = subprocess.run([sys.executable, "-m", "leka.cli", "bench", "baseline", "--backend", "opencl", "--trials", "2",
+                        "--task", str(DATA / "tiny_task.py"), "--cache-dir", str(cache), "--device", dev.url],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    d = baselines.ms_dir(task, "opencl", 2, str(cache), dev)
+    assert "-rpc-pocl-" in str(d) and baselines.is_tuned(d), r.stdout[-2000:]
+    assert not baselines.is_tuned(baselines.ms_dir(task, "opencl", 2, str(cache)))  # not this machine's
+    records = [json.loads(ln) for ln in (d / "database_tuning_record.json").read_text().splitlines() if ln.strip()]
+    assert records and min(s for rec in records for s in rec[1][1]) < 1.0
+    ev = Evaluator(_cfg(), backend="opencl", cache_dir=str(cache), device=dev,
+                   baseline=BaselineConfig(kind="tuned", trials=2, cache_dir=str(cache)))
+    res = ev.evaluate(task)
+    assert res.correct and res.baseline == "tuned" and res.extra["device"] == dev.url, res.error
+    assert res.t_baseline_s > 0 and res.speedup > 0
+
+
 @pytest.mark.skipif(shutil.which("aarch64-linux-gnu-g++") is None,
                     reason="no aarch64 cross compiler (apt-get install g++-aarch64-linux-gnu)")
 def test_board_target_cross_compiles(task, tmp_path):
