@@ -97,14 +97,14 @@ def tune_relax(lowered: tvm.IRModule, target: tvm.target.Target, work_dir: str, 
                run_timeout_s: float = 120.0) -> int:
     """Tune every fused PrimFunc of a lowered, unscheduled module (`lower(..., gpu_schedule=False)`)
     with MetaSchedule; the JSON database lands in work_dir. Returns the number of tuning tasks (those
-    MetaSchedule would skip as already scheduled are not counted)."""
+    MetaSchedule would skip as already scheduled are not counted). `run_timeout_s` per trial is past
+    MetaSchedule's 30 s: PoCL compiles a trial's OpenCL C on its first run, in the runner."""
     from tvm.s_tir import meta_schedule as ms
 
     tasks = [t for t in ms.relax_integration.extract_tasks(lowered, target)
              if not t.mod.attrs.get("tirx.is_scheduled", False)]
     if not tasks:
         return 0
-    # PoCL compiles each trial's OpenCL C on its first run in the runner: a timeout past MetaSchedule's 30 s
     ms.relax_integration.tune_relax(
         mod=lowered, params={}, target=target, work_dir=work_dir, max_trials_global=trials,
         max_trials_per_task=max(4, trials // len(tasks)), num_trials_per_iter=min(8, max(2, trials)),
