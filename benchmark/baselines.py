@@ -19,17 +19,36 @@ from benchmark.task import Task
 from benchmark.timing import Timer, looped_timer, rotating_timer, tvm_timer
 from leka import ir
 from leka import tvm_adapter as A
+from leka.core.devices import parse_device
 
 BASELINES = ("untuned", "tuned", "torch", "torch_compile", "ort")  # torch_compile: cuda only
 
 
-def ms_dir(task: Task, backend: str, trials: int, cache_dir: str | None = None) -> Path:
-    target = A.make_target(backend)
+def remote_device(device: Any = None) -> dict[str, Any] | None:
+    """A remote device's config as a dict (from a DeviceConfig or its dict); None for this machine."""
+    if device is None:
+        return None
+    d = device if isinstance(device, dict) else device.model_dump(mode="json")
+    return d if parse_device(d.get("url") or "local") else None
+
+
+def tuning_target(backend: str, device: Any = None):
+    """The target a baseline is tuned and built for: a board's `device.target` (its GPU kind, its host
+    triple) for a remote device, else this machine's."""
+    dev = remote_device(device)
+    return A.make_target(backend, target=(dev or {}).get("target") or None)
+
+
+def ms_dir(task: Task, backend: str, trials: int, cache_dir: str | None = None, device: Any = None) -> Path:
+    """The database's folder: per task, target (and board key for a remote device) and trial count."""
+    dev = remote_device(device)
+    target = tuning_target(backend, dev)
     tkey = hashlib.sha256(json.dumps(A.target_json(target), sort_keys=True).encode()).hexdigest()[:8]
     # GPU databases are of the unscheduled kernels (ms_input) since 2026-11-30; the older ones, tuned on
     # top of DLight's schedules, sit in plain trialsN folders and are not reused
     flow = "-unscheduled" if A.is_gpu(target) else ""
-    return cache_root(cache_dir) / "ms" / f"{task.id}-{task.digest}" / f"{backend}-{tkey}" / f"trials{trials}{flow}"
+    where = f"{backend}-{tkey}" if dev is None else f"{backend}-rpc-{parse_device(dev['url']).key}-{tkey}"
+    return cache_root(cache_dir) / "ms" / f"{task.id}-{task.digest}" / where / f"trials{trials}{flow}"
 
 
 def ms_input(task: Task, backend: str, root: ir.Root, target):
@@ -41,34 +60,56 @@ def ms_input(task: Task, backend: str, root: ir.Root, target):
 
 
 def is_tuned(d: Path) -> bool:
-    return (d / "DONE").exists()
+    """Tuned and cached: DONE written, and a record for each tuning task. A GPU database tuned before
+    tuning started from unscheduled PrimFuncs says DONE over no records (MetaSchedule skipped every
+    DLight-scheduled task): it is tuned again."""
+    done = d / "DONE"
+    if not done.exists():
+        return False
+    try:
+        tasks = int(json.loads(done.read_text()).get("tasks", 0))
+    except (ValueError, AttributeError):
+        return False
+    records = d / "database_tuning_record.json"
+    return tasks == 0 or (records.is_file() and records.stat().st_size > 0)
 
 
 def ensure_tuned(task: Task, backend: str = "llvm", trials: int = 64, cache_dir: str | None = None,
-                 seed: int = 0) -> tuple[Path, bool]:
-    """Tune once; afterwards reuse the JSON database. Returns (work_dir, reused)."""
-    d = ms_dir(task, backend, trials, cache_dir)
+                 seed: int = 0, device: Any = None) -> tuple[Path, bool]:
+    """Tune once; afterwards reuse the JSON database. Returns (work_dir, reused). For a remote device
+    (`rpc://HOST:PORT/KEY`) the trials run on a board under KEY (MetaSchedule's RPCRunner), their
+    libraries linked here with `device.cross_compiler`."""
+    dev = remote_device(device)
+    d = ms_dir(task, backend, trials, cache_dir, dev)
     if is_tuned(d):
         return d, True
     d.mkdir(parents=True, exist_ok=True)
     root = load_root(task, cache_dir)
-    target = A.make_target(backend)
+    target = tuning_target(backend, dev)
+    rpc, cc = None, ""
+    if dev is not None:
+        r = parse_device(dev["url"])
+        rpc, cc = (r.host, r.port, r.key), dev.get("cross_compiler") or ""
     t0 = time.time()
-    n = A.tune_relax(ms_input(task, backend, root, target), target, str(d), trials, seed=seed)
+    n = A.tune_relax(ms_input(task, backend, root, target), target, str(d), trials, seed=seed, rpc=rpc,
+                     cross_compiler=cc)
     (d / "DONE").write_text(json.dumps({"trials": trials, "tasks": n, "seconds": round(time.time() - t0, 1),
-                                        "target": A.target_json(target)}))
+                                        "target": A.target_json(target),
+                                        **({"device": dev["url"]} if dev else {})}))
     return d, False
 
 
 def tuned_module(task: Task, root: ir.Root, backend: str, target, work_dir: str):
-    mod = A.apply_tuning_db(ms_input(task, backend, root, target), target, work_dir)
-    if A.is_gpu(target):
-        mod = A.gpu_default_schedule(mod, target)  # DLight for what the database does not cover
-    return mod
+    """The database's schedules on the unscheduled lowering (the keys it was tuned under); on GPUs
+    DLight schedules the kernels it has no record of."""
+    return A.tuned_module(ms_input(task, backend, root, target), target, work_dir)
 
 
-def tuned_executable(task: Task, root: ir.Root, backend: str, target, work_dir: str):
-    return A.build(tuned_module(task, root, backend, target, work_dir), target)
+def tuned_executable(task: Task, root: ir.Root, backend: str, target, work_dir: str, for_rpc: bool = False):
+    """`tuned_module` built; `for_rpc`: main returns a tensor, not a 1-tuple (as
+    `ir.build_candidate(for_rpc=True)`)."""
+    mod = tuned_module(task, root, backend, target, work_dir)
+    return A.build(A.unwrap_single_output(mod) if for_rpc else mod, target)
 
 
 def cached_executable(task: Task, backend: str, target, what: str, build, cache_dir: str | None = None):

@@ -107,7 +107,7 @@ def eval_cmd(
     t = resolve(task)
     if baseline == "tuned":
         with console.status(f"MetaSchedule baseline for {t.id} ({trials} trials; cached after the first run)"):
-            d, reused = baselines.ensure_tuned(t, backend, trials, cfg.baseline.cache_dir)
+            d, reused = baselines.ensure_tuned(t, backend, trials, cfg.baseline.cache_dir, device=cfg.device)
         err_console.print(f"tuned baseline {'reused from' if reused else 'tuned into'} {d}")
     ev = Evaluator(cfg.evaluator, backend, cfg.baseline.model_copy(update={"kind": baseline, "trials": trials}),
                    device=cfg.device)
@@ -139,12 +139,23 @@ def baseline_cmd(
     backend: str = typer.Option("llvm", "--backend"),
     trials: int = typer.Option(64, "--trials"),
     cache_dir: str = typer.Option(".leka-cache", "--cache-dir"),
+    device: str = typer.Option(None, "--device", help="local | rpc://HOST:PORT/KEY: tune on a board behind "
+                               "the TVM RPC tracker (its target and cross compiler from --config / --set device.*)"),
+    config: list[str] = typer.Option([], "--set", help="config override key=value (repeatable)"),
+    config_files: list[str] = typer.Option([], "--config", help="YAML overlay (repeatable), e.g. board.yaml"),
 ) -> None:
-    """Tune the MetaSchedule baseline of each task once and cache its JSON database; later runs reuse it."""
+    """Tune the MetaSchedule baseline of each task once and cache its JSON database; later runs reuse it.
+    On a board (`--device rpc://...`, docs/boards.md) MetaSchedule's trials run there."""
     from benchmark import baselines
     from benchmark.task import resolve
+    from leka.core.config import load_config
+    from leka.core.devices import parse_device
 
-    _check_backend(backend)
+    if device:
+        parse_device(device)
+        config = [*config, f"device.url='{device}'"]
+    dev = load_config(config_files, config).device
+    _check_backend(backend, dev.url)
     if trials < 1:
         raise UserError("--trials must be >= 1")
     if not subset and not task:
@@ -154,7 +165,8 @@ def baseline_cmd(
         from benchmark.subsets import load_subset
 
         ids += load_subset(subset, backend)
-    tab = Table(title=f"MetaSchedule baselines ({trials} trials, {backend})")
+    tab = Table(title=f"MetaSchedule baselines ({trials} trials, {backend}"
+                + (f", {dev.url})" if dev.url not in ("", "local") else ")"))
     for col in ("task", "status", "seconds", "database"):
         tab.add_column(col)
     for i, tid in enumerate(ids, 1):
@@ -162,7 +174,7 @@ def baseline_cmd(
         t0 = time.time()
         with console.status(f"[{i}/{len(ids)}] tuning {t.id} ..."):
             try:
-                d, reused = baselines.ensure_tuned(t, backend, trials, cache_dir)
+                d, reused = baselines.ensure_tuned(t, backend, trials, cache_dir, device=dev)
             except Exception as e:  # noqa: BLE001 - one task's failure must not stop the batch
                 tab.add_row(t.id, f"failed: {type(e).__name__}: {str(e).splitlines()[0][:80]}", "-", "-")
                 continue

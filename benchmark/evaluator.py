@@ -56,12 +56,13 @@ class Evaluator:
             "threads": len(os.sched_getaffinity(0)), "device": self.device,
         }
         if time_it and kind == "tuned":
-            d = baselines.ms_dir(task, self.backend, self.baseline.trials, self.cache_dir)
+            d = baselines.ms_dir(task, self.backend, self.baseline.trials, self.cache_dir, self.device)
             if not baselines.is_tuned(d):
                 return EvalResult(task=task.id, backend=self.backend, baseline=kind, error_kind="bad_input",
                                   error=f"no MetaSchedule database for {task.id} with {self.baseline.trials} trials: "
-                                  f"run `leka bench baseline` or `leka bench eval --baseline tuned --trials N` "
-                                  f"with tuning allowed"), None
+                                  f"run `leka bench baseline --task {task.id} --backend {self.backend} --trials "
+                                  f"{self.baseline.trials}" + (f" --device {self.device['url']}`" if self.device else "`")
+                                  + " or `leka bench eval --baseline tuned --trials N` with tuning allowed"), None
             job["ms_dir"] = str(d)
         return self._run_child(job, task)
 

@@ -1,7 +1,8 @@
 """The remote runner: one evaluation on a board behind the TVM RPC tracker (`device.url =
 rpc://HOST:PORT/KEY`, docs/boards.md).
 
-On this host: build the candidate and the untuned baseline for the device's target (`device.target`,
+On this host: build the candidate and the baseline (untuned, or MetaSchedule-tuned on a board of the
+same key by `leka bench baseline --device`) for the device's target (`device.target`,
 e.g. the board's host triple) and link both with `device.cross_compiler`. On the board: upload both,
 check the candidate over the seeds (poisoned buffers first, inputs checked unchanged) against the
 PyTorch reference computed here, then time candidate and baseline in interleaved pairs with the
@@ -55,7 +56,14 @@ def _built_libs(job: dict[str, Any], task, root, target, workdir: Path, res: Eva
     res.compiled = True
     if job.get("export"):
         ir.export(built, job["export"], cross_compiler=cc)
-    if job.get("time") and job.get("baseline"):
+    if job.get("time") and job.get("baseline") == "tuned":  # tuned on a board of this key (`leka bench baseline --device`)
+        from benchmark.baselines import tuned_executable
+        from leka import tvm_adapter as A
+
+        A.export_library(tuned_executable(task, root, backend, target, job["ms_dir"], for_rpc=True),
+                         str(workdir / "base.so"), cross_compiler=cc)
+        libs["base"] = workdir / "base.so"
+    elif job.get("time") and job.get("baseline"):
         base = ir.build_candidate(ir.root_candidate(task, backend, root), target, root.params, for_rpc=True)
         libs["base"] = Path(ir.export(base, workdir / "base.so", cross_compiler=cc))
     return libs
@@ -164,9 +172,9 @@ def run_remote_job(job: dict[str, Any], out_path: str) -> None:
     try:
         task = load_task_file(job["task_path"])
         res.task = task.id
-        if job.get("time") and job.get("baseline") not in (None, "untuned"):
-            _err(res, "bad_input", f"a remote device is timed against the untuned baseline only, not "
-                 f"{job.get('baseline')!r} (torch/ort run on this host, tuned needs tuning on the board)")
+        if job.get("time") and job.get("baseline") not in (None, "untuned", "tuned"):
+            _err(res, "bad_input", f"a remote device is timed against the untuned or tuned TVM baseline only, "
+                 f"not {job.get('baseline')!r} (torch/ort run on this host)")
             return finish()
         try:
             root = load_root(task, cache_dir=job.get("cache_dir"))

@@ -279,11 +279,12 @@ def prepare_baseline(cfg: LekaConfig, task, quiet: bool = False) -> None:
         return
     from benchmark import baselines
 
-    if baselines.is_tuned(baselines.ms_dir(task, cfg.backend, cfg.baseline.trials, cfg.baseline.cache_dir)):
+    if baselines.is_tuned(baselines.ms_dir(task, cfg.backend, cfg.baseline.trials, cfg.baseline.cache_dir,
+                                           cfg.device)):
         return
     with console.status(f"tuning the MetaSchedule baseline of {task.id} ({cfg.baseline.trials} trials, "
                         "cached for later runs) ...", spinner="dots") if not quiet else _nullctx():
-        baselines.ensure_tuned(task, cfg.backend, cfg.baseline.trials, cfg.baseline.cache_dir)
+        baselines.ensure_tuned(task, cfg.backend, cfg.baseline.trials, cfg.baseline.cache_dir, device=cfg.device)
 
 
 def _nullctx():

@@ -21,7 +21,7 @@ from benchmark.evaluator import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
 from leka import tvm_adapter as A
-from leka.core.config import DeviceConfig, EvaluatorConfig
+from leka.core.config import BaselineConfig, DeviceConfig, EvaluatorConfig
 from leka.core.devices import RemoteDevice, parse_device
 from leka.core.types import UserError
 from leka.ir import remote
@@ -188,6 +188,85 @@ def test_leka_run_backend_opencl(plugin, tmp_path):
     (summary,) = tmp_path.glob("*/summary.json")
     s = json.loads(summary.read_text())
     assert s["backend"] == "opencl" and s["best_correct"] and s["evaluations"] == 2
+
+
+def test_metaschedule_runner_worker_runs_opencl(plugin, task, tmp_path):
+    # the piece MetaSchedule tuning needs (the slow test below tunes for real): its runner's worker
+    # process has an OpenCL device once the initializer loaded the plugin, and times a kernel there
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.support.tar import tar
+
+    opencl.load_plugin(plugin)
+    root = ir.import_root(task)
+    tgt = A.make_target("opencl")
+    lowered = A.lower(ir.relax_module(ir.root_candidate(task, "opencl", root), root.params), tgt)
+    (func,) = [f for f in A.prim_funcs(lowered).values() if A.is_scheduled(f)]
+    art = str(tmp_path / "kernel.tar")
+    A.build_prim_func(func, tgt).export_library(art, fcompile=tar)
+    runner = ms.runner.LocalRunner(timeout_sec=300, initializer=A.worker_initializer(tgt))
+    (fut,) = runner.run([ms.runner.RunnerInput(art, "opencl", ms.arg_info.ArgInfo.from_prim_func(func))])
+    res = fut.result()
+    assert res.error_msg is None and res.run_secs and 0 < float(res.run_secs[0]) < 1.0, res.error_msg
+
+
+@pytest.mark.slow
+def test_tuned_opencl_baseline(plugin, task, tmp_path):
+    # `leka bench baseline --backend opencl` tunes with MetaSchedule: its builder and runner workers
+    # load the plugin (else tvm.opencl(0) does not exist there and every trial fails), tuning starts
+    # from the unscheduled PrimFuncs (MetaSchedule skips DLight-scheduled ones); the database is cached
+    # and the evaluator times a candidate against the tuned module on PoCL
+    import json
+
+    from benchmark import baselines
+
+    cache = tmp_path / "cache"
+    r = subprocess.run([sys.executable, "-m", "leka.cli", "bench", "baseline", "--backend", "opencl", "--trials", "2",
+                        "--task", str(DATA / "tiny_task.py"), "--cache-dir", str(cache)], capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    d = baselines.ms_dir(task, "opencl", 2, str(cache))
+    assert baselines.is_tuned(d), r.stdout[-2000:]
+    assert json.loads((d / "DONE").read_text())["tasks"] == 1
+    records = [json.loads(ln) for ln in (d / "database_tuning_record.json").read_text().splitlines() if ln.strip()]
+    run_secs = [s for rec in records for s in rec[1][1]]
+    assert records and min(run_secs) < 1.0  # measured on the device; a failed trial is recorded as 1e10 s
+    # the database's schedule replaces the unscheduled kernel (its keys match the tuning's lowering)
+    root = ir.import_root(task)
+    tgt = A.make_target("opencl")
+    lowered = A.lower(ir.relax_module(ir.root_candidate(task, "opencl", root), root.params), tgt, gpu_schedule=False)
+    (name,) = [n for n, f in A.prim_funcs(lowered).items() if not A.is_scheduled(f)]
+    assert A.is_scheduled(A.prim_funcs(A.apply_tuning_db(lowered, tgt, str(d)))[name])
+    ev = Evaluator(_cfg(), backend="opencl", cache_dir=str(cache),
+                   baseline=BaselineConfig(kind="tuned", trials=2, cache_dir=str(cache)))
+    res = ev.evaluate(task)
+    assert res.compiled and res.correct, res.error
+    assert res.baseline == "tuned" and res.t_baseline_s and res.t_baseline_s > 0 and res.speedup > 0
+
+
+@pytest.mark.slow
+def test_tuned_baseline_on_a_board(board, task, tmp_path):
+    # MetaSchedule's RPCRunner runs the trials on the PoCL board through the tracker; the database is
+    # cached per board key, and the remote runner times the candidate against it on the board
+    import json
+
+    from benchmark import baselines
+
+    _, _, dev = board
+    cache = tmp_path / "cache"
+    r = subprocess.run([sys.executable, "-m", "leka.cli", "bench", "baseline", "--backend", "opencl", "--trials", "2",
+                        "--task", str(DATA / "tiny_task.py"), "--cache-dir", str(cache), "--device", dev.url],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    d = baselines.ms_dir(task, "opencl", 2, str(cache), dev)
+    assert "-rpc-pocl-" in str(d) and baselines.is_tuned(d), r.stdout[-2000:]
+    assert not baselines.is_tuned(baselines.ms_dir(task, "opencl", 2, str(cache)))  # not this machine's
+    records = [json.loads(ln) for ln in (d / "database_tuning_record.json").read_text().splitlines() if ln.strip()]
+    assert records and min(s for rec in records for s in rec[1][1]) < 1.0
+    ev = Evaluator(_cfg(), backend="opencl", cache_dir=str(cache), device=dev,
+                   baseline=BaselineConfig(kind="tuned", trials=2, cache_dir=str(cache)))
+    res = ev.evaluate(task)
+    assert res.correct and res.baseline == "tuned" and res.extra["device"] == dev.url, res.error
+    assert res.t_baseline_s > 0 and res.speedup > 0
 
 
 @pytest.mark.skipif(shutil.which("aarch64-linux-gnu-g++") is None,

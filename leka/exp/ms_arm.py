@@ -60,7 +60,9 @@ def _tune_main(args: str) -> None:
     task = resolve(task_path)
     root = load_root(task, cache_dir)
     target = A.make_target(backend)
-    lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target)
+    # unscheduled: MetaSchedule skips PrimFuncs DLight already scheduled (GPU targets)
+    lowered = A.lower(ir.relax_module(ir.root_candidate(task, backend, root), root.params), target,
+                      gpu_schedule=False)
     A.tune_relax(lowered, target, work, trials, seed=seed)
     cand = tuned_candidate(task, backend, root, work)
     (Path(work) / "tuned_candidate.json").write_text(cand.model_dump_json())
