@@ -26,13 +26,17 @@ from leka.tvm_adapter.errors import (
     first_line,
 )
 from leka.tvm_adapter.importer import (
+    IMPORTER_REVISION,
     PARSE_LOCK,
     bind_params,
     import_torch,
     lift_consts,
+    load_relax,
     param_names,
     parse_module,
     parse_tir,
+    parseable_relax_text,
+    relax_persisted,
     relax_text,
     unsupported_ops,
 )
@@ -72,6 +76,7 @@ from leka.tvm_adapter.lowering import (
     schedule,
     structural_equal,
     structural_hash,
+    tir_equivalent,
     unwrap_single_output,
 )
 from leka.tvm_adapter.rpc import (
@@ -121,4 +126,4 @@ from leka.tvm_adapter.tuning import (
     tune_relax,
 )
 
-__all__ = ["ImportFailure", "L0Pass", "L0_PASSES", "L0_PASS_FNS", "LLVM_OPTIONS", "PARSE_LOCK", "VMRunner", "apply_tuning_db", "bind_params", "buffer_signature", "build", "build_prim_func", "count_relax_ops", "cpu_target", "L2Flusher", "cuda_device_info", "cuda_runtime_setup", "device_free_bytes", "time_flushed", "device_for", "error_text", "estimate_tir_flops", "export_library", "extern_prim_func", "find_module", "first_line", "flatten_outputs", "gpu_default_schedule", "import_torch", "inspect_source", "is_gpu", "is_scheduled", "l0_clip_to_relu_min", "l0_combine_parallel_matmul", "l0_conv1x1_to_matmul", "l0_convert_layout_nhwc", "l0_dead_code_elimination", "l0_decompose_ops", "l0_eliminate_common_subexpr", "l0_fold_batchnorm", "l0_fold_constant", "l0_fuse", "l0_fuse_transpose_matmul", "l0_pow_to_multiply", "lift_consts", "llvm_ir_to_object", "load_module", "lower", "make_target", "mark_scheduled", "nvcc_compile", "param_names", "parse_module", "parse_tir", "planned_memory_bytes", "prim_funcs", "relax_functions", "relax_text", "remote_device", "remote_runner", "remote_vm", "replace_prim_func", "rpc_connect", "rpc_request", "rpc_tracker_summary", "run_prim_func", "runtime_source", "sblock_summaries", "schedule", "source_postproc", "structural_equal", "structural_hash", "target_json", "tensor_on", "tune_relax", "tvm_version", "unsupported_ops", "unwrap_single_output", "vector_lanes_fp32", "with_target_options"]
+__all__ = ["IMPORTER_REVISION", "ImportFailure", "L0Pass", "L0_PASSES", "L0_PASS_FNS", "LLVM_OPTIONS", "PARSE_LOCK", "VMRunner", "apply_tuning_db", "bind_params", "buffer_signature", "build", "build_prim_func", "count_relax_ops", "cpu_target", "L2Flusher", "cuda_device_info", "cuda_runtime_setup", "device_free_bytes", "time_flushed", "device_for", "error_text", "estimate_tir_flops", "export_library", "extern_prim_func", "find_module", "first_line", "flatten_outputs", "gpu_default_schedule", "import_torch", "inspect_source", "is_gpu", "is_scheduled", "l0_clip_to_relu_min", "l0_combine_parallel_matmul", "l0_conv1x1_to_matmul", "l0_convert_layout_nhwc", "l0_dead_code_elimination", "l0_decompose_ops", "l0_eliminate_common_subexpr", "l0_fold_batchnorm", "l0_fold_constant", "l0_fuse", "l0_fuse_transpose_matmul", "l0_pow_to_multiply", "lift_consts", "load_relax", "parseable_relax_text", "relax_persisted", "llvm_ir_to_object", "load_module", "lower", "make_target", "mark_scheduled", "nvcc_compile", "param_names", "parse_module", "parse_tir", "planned_memory_bytes", "prim_funcs", "relax_functions", "relax_text", "remote_device", "remote_runner", "remote_vm", "replace_prim_func", "rpc_connect", "rpc_request", "rpc_tracker_summary", "run_prim_func", "runtime_source", "sblock_summaries", "schedule", "source_postproc", "structural_equal", "structural_hash", "target_json", "tensor_on", "tir_equivalent", "tune_relax", "tvm_version", "unsupported_ops", "unwrap_single_output", "vector_lanes_fp32", "with_target_options"]

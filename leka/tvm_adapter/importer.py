@@ -9,10 +9,15 @@ from typing import Any
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import relax
 from tvm.relax.frontend.torch import from_exported_program
 
 from leka.tvm_adapter.errors import ImportFailure, first_line
+
+# bumped whenever the importer's output changes for the same model (cached roots are keyed by it):
+# 2 = non-finite constants printed parseably, JSON record where the text is not exact
+IMPORTER_REVISION = 2
 
 
 def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
@@ -80,8 +85,38 @@ def lift_consts(mod: tvm.IRModule, func: str = "main", prefix: str = "c") -> tup
     return out, lifter.vals
 
 
+# TVMScript prints a scalar non-finite constant as R.const("-inf", "float32"), which its own parser
+# rejects ("value has to be scalar or Tensor"); R.const(float("-inf"), "float32") parses to the same
+# constant. Every attention block with a -inf mask has one.
+_NONFINITE_CONST = re.compile(r'R\.const\("([+-]?(?:inf|nan))", "(\w+)"\)')
+
+
+def parseable_relax_text(text: str) -> str:
+    """TVMScript as printed -> text the TVMScript parser accepts (non-finite scalar constants)."""
+    return _NONFINITE_CONST.sub(r'R.const(float("\1"), "\2")', text)
+
+
 def relax_text(mod: tvm.IRModule) -> str:
-    return mod.script()
+    """The agents' view of a Relax module: TVMScript that parses back (`parseable_relax_text`)."""
+    return parseable_relax_text(mod.script())
+
+
+def relax_persisted(mod: tvm.IRModule) -> tuple[str, str | None]:
+    """(TVMScript text, TVM's JSON serialisation or None): the JSON only where the text does not parse
+    back to a structurally equal module, so that the module round-trips exactly either way."""
+    text = relax_text(mod)
+    try:
+        exact = bool(tvm_ffi.structural_equal(parse_module(text), mod))
+    except Exception:  # noqa: BLE001 - a printer/parser gap: the serialisation is the record
+        exact = False
+    return text, None if exact else tvm.ir.save_json(mod)
+
+
+def load_relax(text: str, module_json: str | None = None) -> tvm.IRModule:
+    """The module a (text, JSON) pair of `relax_persisted` stands for: the JSON when present."""
+    if module_json:
+        return tvm.ir.load_json(module_json)
+    return parse_module(text)
 
 
 # TVMScript parsing (the IRBuilder's frame stack) and legalization (TE's op_tag scope) keep state in
@@ -91,8 +126,9 @@ PARSE_LOCK = threading.RLock()
 
 
 def parse_module(text: str) -> tvm.IRModule:
+    """Relax TVMScript -> module; the printer's own non-finite constants are accepted too."""
     with PARSE_LOCK:
-        obj = tvm.script.from_source(text)
+        obj = tvm.script.from_source(parseable_relax_text(text))
     if isinstance(obj, (tvm.tirx.PrimFunc, relax.Function)):
         return tvm.IRModule({"main": obj})
     return obj
