@@ -7,7 +7,8 @@ TVM renames things between releases (tir -> tirx, nd -> runtime.tensor, profile=
 | --- | --- |
 | `targets` | targets and devices of the backend table (`leka.backends`), codegen options |
 | `errors` | `ImportFailure`, `error_text`: TVM errors as data |
-| `importer` | torch.export -> Relax, lifted constants, TVMScript text <-> modules |
+| `importer` | torch.export -> Relax, lifted constants, TVMScript text <-> modules (exact: `relax_persisted`) |
+| `torch_ops` | ops the importer lacks: PyTorch decompositions first, then `custom_convert_map` converters |
 | `lowering` | the zero pipeline, DLight on GPUs, PrimFunc surgery, build, export |
 | `runtime` | `VMRunner`: run and time a built executable, per-kernel profiles, memory plans |
 | `sources` | generated sources (LLVM IR, asm, CUDA C, OpenCL C), the source postproc hook, nvcc |

@@ -17,12 +17,16 @@ from leka.tvm_adapter.errors import ImportFailure, first_line
 
 # bumped whenever the importer's output changes for the same model (cached roots are keyed by it):
 # 2 = non-finite constants printed parseably, JSON record where the text is not exact
-IMPORTER_REVISION = 2
+IMPORTER_REVISION = 3  # 3 = decompositions and custom converters for ops the importer lacks (torch_ops)
 
 
 def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
-    """torch.export with static shapes, then the Relax importer (weights become constants)."""
+    """torch.export with static shapes, then the Relax importer (weights become constants). Ops the
+    importer lacks are decomposed first or converted by `torch_ops` (`CUSTOM_CONVERTERS`); what is
+    still missing fails as one line naming the op."""
     import torch
+
+    from leka.tvm_adapter.torch_ops import CUSTOM_CONVERTERS, decompose_missing
 
     try:
         with torch.no_grad():
@@ -30,10 +34,11 @@ def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
     except Exception as e:  # noqa: BLE001 - any exporter failure is the task's problem, as data
         raise ImportFailure(f"torch.export failed: {type(e).__name__}: {first_line(e)}") from e
     try:
-        return from_exported_program(ep)
+        ep = decompose_missing(ep)
+        return from_exported_program(ep, custom_convert_map=CUSTOM_CONVERTERS, run_ep_decomposition=False)
     except Exception as e:  # noqa: BLE001
         msg = str(e)
-        ops = sorted(set(re.findall(r"\b(aten\.[\w.]+)", msg)))
+        ops = _failing_node_ops(e) or sorted(set(re.findall(r"\b(aten\.[\w.]+)", msg)))
         if not ops:  # name the graph's ops that the message mentions, e.g. "linalg_svd"
             ops = sorted({str(n.target) for n in ep.graph.nodes if n.op == "call_function"
                           and str(n.target).split(".")[-2 if str(n.target).count(".") >= 2 else -1] in msg})
@@ -43,10 +48,27 @@ def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
                             f"{type(e).__name__}: {first_line(e)}", ops) from e
 
 
-def unsupported_ops(ep) -> list[str]:
-    from tvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
+def _failing_node_ops(e: BaseException) -> list[str]:
+    """The ATen op whose conversion raised: the importer's loop variable `node` in the traceback; where
+    a decomposition made that node, the op it came from (`original_aten`) first."""
+    tb, node = e.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "_translate_fx_graph":
+            node = tb.tb_frame.f_locals.get("node")
+        tb = tb.tb_next
+    if node is None or getattr(node, "op", None) != "call_function":
+        return []
+    names = [str(node.target)]
+    orig = node.meta.get("original_aten") if hasattr(node, "meta") else None
+    if orig is not None and str(orig) != names[0]:
+        names.insert(0, str(orig))
+    return names
 
-    table = ExportedProgramImporter().create_convert_map()
+
+def unsupported_ops(ep) -> list[str]:
+    from leka.tvm_adapter.torch_ops import importer_table
+
+    table = importer_table()
     ops = set()
     for n in ep.graph.nodes:
         if n.op == "call_function":
