@@ -37,7 +37,8 @@ def load_root(task: Task, cache_dir: str | os.PathLike | None = None) -> ir.Root
             meta = json.loads(meta_p.read_text())
             return ir.Root(task=task, text=text_p.read_text(), params=ir.load_params(str(params_p)),
                            n_inputs=meta["n_inputs"], model=None,
-                           module_json=json_p.read_text() if meta.get("module_json") else None)
+                           module_json=json_p.read_text() if meta.get("module_json") else None,
+                           outputs=[(tuple(s), d) for s, d in meta["outputs"]])
         except (OSError, ValueError, KeyError):
             pass  # a damaged cache entry is rebuilt below
     root = ir.import_root(task)
@@ -50,5 +51,6 @@ def load_root(task: Task, cache_dir: str | os.PathLike | None = None) -> ir.Root
     text_p.write_text(root.text)
     if root.module_json:
         json_p.write_text(root.module_json)
-    meta_p.write_text(json.dumps({"n_inputs": root.n_inputs, "task": task.id, "module_json": bool(root.module_json)}))  # written last: the commit
+    meta_p.write_text(json.dumps({"n_inputs": root.n_inputs, "task": task.id, "module_json": bool(root.module_json),
+                                  "outputs": [[list(s), d] for s, d in root.outputs]}))  # written last: the commit
     return root

@@ -129,6 +129,19 @@ class Root:
     n_inputs: int
     model: Any = field(repr=False)
     module_json: str | None = None  # where `text` does not round-trip exactly (A.relax_persisted)
+    outputs: list[tuple[tuple[int, ...], str]] = field(default_factory=list)  # (shape, dtype) per output
+
+    @property
+    def output_bytes(self) -> int:
+        return int(sum(int(np.prod(s)) * _itemsize(d) for s, d in self.outputs))
+
+
+def _itemsize(dtype: str) -> int:
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:  # bfloat16, float8_*: the bits in the name
+        bits = re.search(r"(\d+)", dtype)
+        return max(1, int(bits.group(1)) // 8) if bits else 4
 
 
 def import_root(task: Task) -> Root:
@@ -137,7 +150,8 @@ def import_root(task: Task) -> Root:
     mod = A.import_torch(model, inputs)
     lifted, vals = A.lift_consts(mod)
     text, module_json = A.relax_persisted(lifted)
-    return Root(task=task, text=text, params=vals, n_inputs=len(inputs), model=model, module_json=module_json)
+    return Root(task=task, text=text, params=vals, n_inputs=len(inputs), model=model, module_json=module_json,
+                outputs=A.output_specs(lifted))
 
 
 def root_candidate(task: Task, backend: str = "llvm", root: Root | None = None) -> Candidate:

@@ -178,5 +178,17 @@ def bind_params(mod: tvm.IRModule, vals: dict[str, np.ndarray], func: str = "mai
     return relax.transform.BindParams(func, present)(mod)
 
 
+def output_specs(mod: tvm.IRModule, func: str = "main") -> list[tuple[tuple[int, ...], str]]:
+    """(shape, dtype) of each tensor `func` returns, tuples flattened (static shapes)."""
+    def walk(ty) -> list[tuple[tuple[int, ...], str]]:
+        if isinstance(ty, relax.TupleType):
+            return [x for f in ty.fields for x in walk(f)]
+        if isinstance(ty, relax.TensorType) and ty.shape is not None:
+            return [(tuple(int(s) for s in ty.shape), str(ty.dtype))]
+        return []
+
+    return walk(mod[func].ret_ty)
+
+
 def param_names(mod: tvm.IRModule, func: str = "main") -> list[str]:
     return [p.name for p in mod[func].params]
