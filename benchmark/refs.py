@@ -83,7 +83,7 @@ def open_refs(refs_dir: str, seed: int) -> list[np.ndarray]:
     return [np.load(Path(refs_dir) / f"{seed}_{i}.npy", mmap_mode="r") for i in range(n)]
 
 
-CHUNK_BYTES = 32 << 20
+CHUNK_BYTES = 8 << 20  # a chunk and its float64 temporaries: ~50 MiB
 
 
 def release(a: np.ndarray, lo: int, hi: int) -> None:

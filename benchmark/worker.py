@@ -323,6 +323,7 @@ def check(st: JobState) -> bool:
             res.check_s = time.perf_counter() - t0
             return False
         inputs, outs = got
+        del got  # the outputs go once compared: the next seed's run can reuse their memory
         out_bytes = out_bytes or _nbytes(outs)
         try:
             refs = _references(st, seed)

@@ -47,8 +47,10 @@ def test_large_outputs_are_checked_seed_by_seed_within_a_small_cap(tmp_path):
     res = ev.evaluate(task, time_it=False)
     assert res.correct, (res.error_kind, res.error)
     assert len(res.seeds) == 3 and res.extra.get("fresh_seed")  # 3 fixed seeds and the fresh one
-    out = 4096 * 8192 * 4
+    out, inputs = 4096 * 8192 * 4, (4096 * 16 + 16 * 8192) * 4
     assert res.peak_rss_bytes and res.peak_rss_bytes < cap_gb * 2**30
+    # the worker's peak within the process's base + 3 x (inputs + one output set)
+    assert res.peak_rss_bytes <= memory.BASE_BYTES + memory.NEED_FACTOR * (inputs + out), res.peak_rss_bytes / 2**30
     assert res.peak_memory_bytes >= out
 
 
