@@ -121,7 +121,8 @@ def _lift_and_save(mod, workdir: Path) -> tuple[str, str | None, str]:
     """(text, JSON record where the text is not exact, params file) of a pass's result."""
     lifted, vals = A.lift_consts(mod)
     text, module_json = A.relax_persisted(lifted)
-    A.parse_module(text)  # the new L0 text must re-parse, or no agent can edit it further
+    if module_json is not None:  # (exact text has parsed already)
+        A.parse_module(text)  # the new L0 text must re-parse, or no agent can edit it further
     return text, module_json, ir.save_params(vals, workdir / "params")
 
 
