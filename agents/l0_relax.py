@@ -122,8 +122,7 @@ class RuleL0Agent:
         from leka import ir
 
         try:
-            mod = ir.relax_module(candidate, self.root_params) if not hasattr(ir, "candidate_params") else \
-                A.bind_params(A.parse_module(candidate.relax_text), ir.candidate_params(candidate, self.root_params))
+            mod = ir.relax_module(candidate, ir.candidate_params(candidate, self.root_params))
             return not A.structural_equal(fn(mod, target), mod)
         except Exception:  # noqa: BLE001 - a pass that fails here is left to the IR layer to report
             return True

@@ -8,7 +8,10 @@ a runner never raises for a candidate's fault.
 
 - `LocalRunner`: a child process forked from a forkserver that has torch and TVM loaded, with a
   wall-clock timeout and a memory cap over the child's whole process tree (crash / hang / OOM
-  become results).
+  become results). Once the child has passed its memory check (it writes `OUT.prepared`), a second
+  child from the same forkserver computes the PyTorch references into a folder (benchmark/refs.py),
+  which the first reads memory-mapped seed by seed; the cap covers both. Without a configured cap
+  the child's derived one (benchmark/memory.py) replaces this machine's share once it is known.
 - An RPC runner (a device reached through TVM RPC, e.g. an OpenCL board) implements the same
   `Runner` protocol: `submit(job)` returns an `EvalFuture`; the steps it runs remotely are the
   worker's, with the build on the host. The backend that needs it provides it.
@@ -21,6 +24,8 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import random
+import shutil
 import signal
 import tempfile
 import time
@@ -29,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import psutil
 
-from benchmark import slots
+from benchmark import memory, refs, slots
 from leka.core.types import EvalResult
 
 _CTX: Any = None
@@ -79,6 +84,14 @@ def _child(job: dict[str, Any], out_path: str) -> None:
     run_job(job, out_path)
 
 
+def _refs_child(job: dict[str, Any], seeds: list[int], refs_dir: str) -> None:
+    os.setsid()
+    import torch
+
+    torch.set_num_threads(job.get("threads", 2))
+    refs.compute(job["task_path"], seeds, refs_dir)
+
+
 def _tree_rss(proc: psutil.Process) -> int:
     total = 0
     for p in [proc, *proc.children(recursive=True)]:
@@ -87,6 +100,15 @@ def _tree_rss(proc: psutil.Process) -> int:
         except psutil.Error:
             pass
     return total
+
+
+def _unique_bytes(proc: psutil.Process) -> int:
+    """Memory only this process holds (USS): a child of the same forkserver shares the loaded torch and
+    TVM with the evaluation child, which its RSS would count twice."""
+    try:
+        return proc.memory_full_info().uss
+    except psutil.Error:
+        return 0
 
 
 def _kill_group(pid: int) -> None:
@@ -102,8 +124,18 @@ def _kill_group(pid: int) -> None:
 class LocalFuture:
     """A job in a forked child; `result()` watches it (timeout, memory cap) and reads its answer."""
 
-    def __init__(self, job: dict[str, Any], timeout_s: float, memory_cap_gb: float, measure_slots: int = 0):
-        self.job, self.timeout_s, self.cap = job, timeout_s, memory_cap_gb * 2**30
+    def __init__(self, job: dict[str, Any], timeout_s: float, memory_cap_gb: float | None, measure_slots: int = 0):
+        self.timeout_s, self.cap_gb = timeout_s, memory_cap_gb
+        self.cap, self.cap_where = memory.cap_bytes(memory_cap_gb)  # the child's own replaces it when derived
+        job = {**job, "memory_cap_gb": memory_cap_gb}
+        if job["evaluator"].get("fresh_seed", True) and "fresh_seed" not in job:
+            # drawn here, as both children need it: a seed nobody knew before this evaluation
+            job["fresh_seed"] = random.SystemRandom().randrange(10**6, 2**31 - 8000)
+        self.refs_dir: str | None = None
+        if not job.get("device"):  # an RPC device's child computes its references itself
+            self.refs_dir = job["refs_dir"] = tempfile.mkdtemp(prefix="leka-refs-")
+        self.job = job
+        self.refs_proc: Any = None
         fd, self.out_path = tempfile.mkstemp(prefix="leka-eval-", suffix=".json")
         os.close(fd)
         os.unlink(self.out_path)
@@ -122,6 +154,31 @@ class LocalFuture:
     def done(self) -> bool:
         return self._result is not None or not self.proc.is_alive()
 
+    def _refs_step(self) -> None:
+        """Start the reference child once the evaluation child has passed its memory check; report its
+        death without references to the evaluation child (which waits for them)."""
+        if self.refs_dir is None:
+            return
+        if self.refs_proc is None:
+            prepared = os.path.exists(self.out_path + ".prepared")
+            if prepared:
+                try:
+                    rec = json.loads(open(self.out_path + ".prepared").read())
+                except (OSError, ValueError):
+                    return  # being written: next round
+                if self.cap_gb is None and rec.get("cap_bytes"):
+                    self.cap, self.cap_where = int(rec["cap_bytes"]), rec.get("cap_where", "derived")
+                self.refs_proc = _context().Process(target=_refs_child, args=(self.job, rec["seeds"], self.refs_dir),
+                                                    daemon=False)
+                self.refs_proc.start()
+            return
+        code = self.refs_proc.exitcode
+        failed = os.path.join(self.refs_dir, refs.FAILED)
+        if code not in (None, 0) and not os.path.exists(failed):
+            how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+            with open(failed, "w") as f:
+                f.write(f"the reference process died ({how})")
+
     def _watch(self) -> tuple[str | None, str | None, int]:
         proc, ps = self.proc, psutil.Process(self.proc.pid)
         kill_kind = kill_msg = None
@@ -132,23 +189,42 @@ class LocalFuture:
                 if time.perf_counter() - self.t0 > self.timeout_s:
                     kill_kind, kill_msg = "timeout", f"no result after {self.timeout_s:g} s (evaluator.timeout_s)"
                     break
+                self._refs_step()
                 try:
                     rss = _tree_rss(ps)
+                    if self.refs_proc is not None and self.refs_proc.is_alive():
+                        rss += _unique_bytes(psutil.Process(self.refs_proc.pid))
                 except psutil.Error:
                     rss = 0
                 peak = max(peak, rss)
                 if rss > self.cap:
                     kill_kind, kill_msg = "oom", (f"resident memory {rss / 2**30:.2f} GiB over the cap of "
-                                                  f"{self.cap / 2**30:g} GiB (evaluator.memory_cap_gb)")
+                                                  f"{self.cap / 2**30:.2f} GiB ({self.cap_where})")
                     break
         except KeyboardInterrupt:
-            _kill_group(proc.pid)
+            self._kill_all()
             raise
         finally:
             if kill_kind or proc.is_alive():
                 _kill_group(proc.pid)
                 proc.join(5)
+            self._kill_all()
         return kill_kind, kill_msg, peak
+
+    def _kill_all(self) -> None:
+        """The reference child and folder go with the evaluation (also when it ended early)."""
+        if self.proc.is_alive():
+            _kill_group(self.proc.pid)
+        if self.refs_proc is not None:
+            if self.refs_proc.is_alive():
+                _kill_group(self.refs_proc.pid)
+            self.refs_proc.join(5)
+        if self.refs_dir is not None:
+            shutil.rmtree(self.refs_dir, ignore_errors=True)
+        try:
+            os.unlink(self.out_path + ".prepared")
+        except FileNotFoundError:
+            pass
 
     def result(self) -> tuple[EvalResult, dict | None]:
         if self._result is None:
@@ -197,7 +273,7 @@ class LocalFuture:
 class LocalRunner:
     """Each job in a child process of this machine (the default runner)."""
 
-    def __init__(self, timeout_s: float = 600.0, memory_cap_gb: float = 8.0, measure_slots: int = 0):
+    def __init__(self, timeout_s: float = 600.0, memory_cap_gb: float | None = None, measure_slots: int = 0):
         self.timeout_s, self.memory_cap_gb, self.measure_slots = timeout_s, memory_cap_gb, measure_slots
 
     def submit(self, job: dict[str, Any]) -> LocalFuture:

@@ -1,6 +1,7 @@
 """The evaluation child, as named steps: `prepare` (task, root, caps) -> `build` (static checks on
 L2 sources, the candidate's build; the baseline builds meanwhile) -> `check` (several seeds against
-the PyTorch reference, process-wide state guarded) -> `profile_export` -> `time_step` (interleaved
+the PyTorch references, seed by seed, read memory-mapped from the reference process; process-wide
+state guarded) -> `profile_export` -> `time_step` (interleaved
 pairs against the baseline, benchmark/timing.py). It writes an EvalResult as JSON.
 
 It runs in a process of its own (benchmark/evaluator.py), so a segfault, hang or memory blow-up in
@@ -25,7 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmark import baselines, gpu_timing, process_state, timing
+from benchmark import baselines, gpu_timing, memory, process_state, timing
+from benchmark import refs as refstore
 from benchmark.roots import load_root
 from benchmark.task import load_task_file
 from leka import ir
@@ -66,7 +68,8 @@ def _short(e: BaseException) -> str:
 
 
 def compare(outs: list[np.ndarray], refs: list[np.ndarray], atol: float, rtol: float) -> tuple[str | None, str, float, float]:
-    """(error_kind or None, message, max_abs_err, max_rel_err)."""
+    """(error_kind or None, message, max_abs_err, max_rel_err). Chunk by chunk, so no full-size
+    float64 copy exists; a memory-mapped reference's compared chunks leave resident memory."""
     if len(outs) != len(refs):
         return "shape", f"candidate returned {len(outs)} output(s), reference {len(refs)}", math.nan, math.nan
     max_abs = max_rel = 0.0
@@ -75,21 +78,28 @@ def compare(outs: list[np.ndarray], refs: list[np.ndarray], atol: float, rtol: f
             return "shape", f"output {i}: shape {o.shape}, expected {r.shape}", math.nan, math.nan
         if o.dtype != r.dtype:
             return "shape", f"output {i}: dtype {o.dtype}, expected {r.dtype}", math.nan, math.nan
-        if o.dtype.kind in "fc":
-            bad = ~np.isfinite(o) & np.isfinite(r)
-            if bad.any():
-                return "nan", f"output {i}: {int(bad.sum())} NaN/Inf value(s) where the reference is finite", math.nan, math.nan
-        of, rf = o.astype(np.float64), r.astype(np.float64)
-        diff = np.abs(of - rf)
-        fin = np.isfinite(diff)
-        if fin.any():
-            max_abs = max(max_abs, float(diff[fin].max()))
-            max_rel = max(max_rel, float((diff[fin] / (np.abs(rf[fin]) + 1e-12)).max()))
-        if not np.allclose(of, rf, atol=atol, rtol=rtol, equal_nan=True):
-            n = int((~np.isclose(of, rf, atol=atol, rtol=rtol, equal_nan=True)).sum())
-            return ("mismatch", f"output {i}: {n} of {o.size} values outside atol={atol:g} rtol={rtol:g} "
+        of, rf = np.ravel(o), np.ravel(r)
+        step = refstore.CHUNK_BYTES // 8  # a chunk's float64 copies: a few CHUNK_BYTES at most
+        nonfinite = mismatched = 0
+        for lo in range(0, of.size, step):
+            oc, rc = of[lo:lo + step], rf[lo:lo + step]
+            if o.dtype.kind in "fc":
+                nonfinite += int((~np.isfinite(oc) & np.isfinite(rc)).sum())
+            oc64, rc64 = oc.astype(np.float64), rc.astype(np.float64)
+            diff = np.abs(oc64 - rc64)
+            fin = np.isfinite(diff)
+            if fin.any():
+                max_abs = max(max_abs, float(diff[fin].max()))
+                max_rel = max(max_rel, float((diff[fin] / (np.abs(rc64[fin]) + 1e-12)).max()))
+            mismatched += int((~np.isclose(oc64, rc64, atol=atol, rtol=rtol, equal_nan=True)).sum())
+            refstore.release(r, lo * r.dtype.itemsize, (lo + oc.size) * r.dtype.itemsize)
+        if nonfinite:
+            return "nan", f"output {i}: {nonfinite} NaN/Inf value(s) where the reference is finite", math.nan, math.nan
+        if mismatched:
+            return ("mismatch", f"output {i}: {mismatched} of {o.size} values outside atol={atol:g} rtol={rtol:g} "
                     f"(max abs err {max_abs:.3g})", max_abs, max_rel)
     return None, "", max_abs, max_rel
+
 
 
 def _nbytes(arrays) -> int:
@@ -141,7 +151,12 @@ class JobState:
     built: Any = None
     runner: Any = None  # A.VMRunner of the candidate
     base_prep: _Background | None = None
-    model: Any = None
+    model: Any = None  # the task's model, where the timing baseline is PyTorch / ONNX Runtime
+    ref_model: Any = None  # the model computing references in this process (no reference process)
+    seeds: list[int] = field(default_factory=list)  # the checked seeds, the fresh one last
+    footprint: Any = None  # memory.Footprint of the task
+    # inputs and references of the first seeds (those the timing rotates through; the references
+    # memory-mapped from the reference process's files where there is one)
     inputs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
     refs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
     profile: dict | None = None
@@ -163,11 +178,24 @@ def prepare(st: JobState) -> bool:
     except A.ImportFailure as e:
         _err(res, "import", str(e))
         return False
-    size = _nbytes(st.root.params.values()) + _nbytes(_np(t) for t in task.make_inputs(0))
+    params_b, inputs_b = _nbytes(st.root.params.values()), _nbytes(_np(t) for t in task.make_inputs(0))
+    size = params_b + inputs_b
     if size > cfg["input_cap_gb"] * 2**30:
         _err(res, "bad_input", f"inputs + params are {size / 2**30:.2f} GiB, over the cap of "
              f"{cfg['input_cap_gb']} GiB (evaluator.input_cap_gb)")
         return False
+    st.footprint = memory.Footprint(params=params_b, inputs=inputs_b, outputs=st.root.output_bytes)
+    cap_gb = job.get("memory_cap_gb", cfg.get("memory_cap_gb"))
+    refused = memory.refusal(st.footprint, cap_gb)
+    if refused:
+        _err(res, "bad_input", refused)
+        return False
+    st.seeds = _check_seeds(st)
+    if job.get("refs_dir"):  # the runner starts the reference process on this (benchmark/runner.py)
+        cap, where = memory.cap_bytes(cap_gb, st.footprint)
+        rec = {"cap_bytes": cap, "cap_where": where, "seeds": st.seeds}
+        Path(st.out_path + ".prepared.tmp").write_text(json.dumps(rec))
+        Path(st.out_path + ".prepared.tmp").replace(st.out_path + ".prepared")
     st.cand = (ir.Candidate.model_validate(job["candidate"]) if job.get("candidate")
                else ir.root_candidate(task, st.backend, st.root))
     st.target = A.make_target(st.backend)
@@ -227,15 +255,24 @@ def _check_seeds(st: JobState) -> list[int]:
     seeds = list(st.cfg["seeds"])
     if st.cfg.get("fresh_seed", True):
         # a seed nobody knew before this evaluation: outputs baked into a source for the fixed
-        # seeds cannot pass it
-        fresh = random.SystemRandom().randrange(10**6, 2**31 - 8000)
+        # seeds cannot pass it (drawn by the runner, which hands it to the reference process too)
+        fresh = st.job.get("fresh_seed") or random.SystemRandom().randrange(10**6, 2**31 - 8000)
         st.res.extra["fresh_seed"] = fresh
         seeds.append(fresh)
     return seeds
 
 
+def _host_view(t) -> np.ndarray:
+    """A device tensor on the CPU as a numpy view (no copy); elsewhere a host copy."""
+    try:
+        return np.from_dlpack(t)
+    except Exception:  # noqa: BLE001 - a device numpy cannot view (CUDA, OpenCL): copy to the host
+        return t.numpy()
+
+
 def _run_candidate(st: JobState, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
-    """(inputs, outputs) of one checked run; None once the failure is in res."""
+    """(inputs, outputs) of one checked run; None once the failure is in res. The outputs are views of
+    the candidate's own output tensors where the device is the CPU (one output set in memory)."""
     runner, res = st.runner, st.res
     inputs = [_np(t) for t in st.task.make_inputs(seed)]
     if st.cfg.get("poison", True):
@@ -245,40 +282,57 @@ def _run_candidate(st: JobState, seed: int) -> tuple[list[np.ndarray], list[np.n
             runner.run_device(runner.to_device(poison))
         except Exception:  # noqa: BLE001 - the checked run below reports the error
             pass
+        del poison
     dev_args = runner.to_device(inputs)
     try:
-        outs = [o.numpy() for o in runner.run_device(dev_args)]
+        outs = [_host_view(o) for o in runner.run_device(dev_args)]
     except Exception as e:  # noqa: BLE001
         _err(res, "runtime", f"seed {seed}: {_short(e)}")
         return None
     for i, (a, d) in enumerate(zip(inputs, dev_args, strict=True)):
-        if not np.array_equal(a, d.numpy(), equal_nan=True):
+        if not np.array_equal(a, _host_view(d), equal_nan=True):
             _err(res, "input_mutated", f"seed {seed}: the candidate wrote into input {i}")
             return None
     return inputs, outs
 
 
+def _references(st: JobState, seed: int) -> list[np.ndarray]:
+    """The seed's PyTorch outputs: memory-mapped from the reference process's files, or (no reference
+    process: an RPC child, a job run by hand) computed here, after the candidate's run of that seed."""
+    if st.job.get("refs_dir"):
+        return refstore.open_refs(st.job["refs_dir"], seed)
+    if st.ref_model is None:
+        st.ref_model = st.task.make_model()
+    with torch.no_grad():
+        return _flat_torch(st.ref_model(*st.task.make_inputs(seed)))
+
+
 def check(st: JobState) -> bool:
-    """Candidate outputs for every seed first, the reference afterwards, so a candidate can never
-    read a reference result that already exists in this process."""
+    """Seed by seed: the candidate's run, then that seed's reference, compared chunk by chunk; only
+    the first seeds' inputs and references stay (the timing rotates through them). A reference made
+    in this process comes after the candidate's run of its seed."""
     res, t0 = st.res, time.perf_counter()
-    seeds = _check_seeds(st)
+    seeds = st.seeds or _check_seeds(st)
+    keep = max(1, int(st.cfg.get("timing_input_sets", 2)))
     st.guard = process_state.Guard() if st.cfg.get("process_check", True) else None
-    outs_by_seed = []
-    for seed in seeds:
+    max_abs = max_rel = 0.0
+    out_bytes = 0
+    for n, seed in enumerate(seeds):
         got = _run_candidate(st, seed)
         if got is None or not _guard_ok(st, f"seed {seed}"):
             res.check_s = time.perf_counter() - t0
             return False
-        st.inputs_by_seed.append(got[0])
-        outs_by_seed.append(got[1])
-    st.model = st.task.make_model()
-    max_abs = max_rel = 0.0
-    for seed, outs in zip(seeds, outs_by_seed, strict=True):
-        with torch.no_grad():
-            refs = _flat_torch(st.model(*st.task.make_inputs(seed)))
-        st.refs_by_seed.append(refs)
+        inputs, outs = got
+        del got  # the outputs go once compared: the next seed's run can reuse their memory
+        out_bytes = out_bytes or _nbytes(outs)
+        try:
+            refs = _references(st, seed)
+        except refstore.RefsFailed as e:
+            _err(res, "runtime", f"seed {seed}: {e}")
+            res.check_s = time.perf_counter() - t0
+            return False
         kind, msg, ea, er = compare(outs, refs, st.atol, st.rtol)
+        del outs
         if not math.isnan(ea):
             max_abs, max_rel = max(max_abs, ea), max(max_rel, er)
         if kind:
@@ -286,11 +340,17 @@ def check(st: JobState) -> bool:
             _err(res, kind, f"seed {seed}: {msg}")
             res.check_s = time.perf_counter() - t0
             return False
+        if n < keep:
+            st.inputs_by_seed.append(inputs)
+            st.refs_by_seed.append(refs)
+        del inputs, refs
+    if st.job.get("time") and st.job.get("baseline") in ("torch", "torch_compile", "ort"):
+        st.model = st.ref_model or st.task.make_model()  # the baseline is the model itself
     res.max_abs_err, res.max_rel_err = max_abs, max_rel
     res.correct = True
     res.check_s = time.perf_counter() - t0
     res.peak_memory_bytes = int((res.planned_memory_bytes or 0) + _nbytes(st.root.params.values())
-                                + _nbytes(st.inputs_by_seed[0]) + _nbytes(outs_by_seed[0]))
+                                + _nbytes(st.inputs_by_seed[0]) + out_bytes)
     if st.dmem is not None:
         st.dmem.sample()
         res.peak_device_bytes = st.dmem.bytes()

@@ -23,7 +23,9 @@ class _Section(BaseModel):
 class EvaluatorConfig(_Section):
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
     timeout_s: float = 600.0  # wall clock of one evaluation child process
-    memory_cap_gb: float = 8.0  # resident memory of the child; over it the child is killed
+    # resident memory of the evaluation (its child processes); over it they are killed. None: derived
+    # from the task's footprint and this machine's memory (benchmark/memory.py)
+    memory_cap_gb: float | None = None
     input_cap_gb: float = 2.0  # inputs + params bigger than this are refused up front
     warmup: int = 1
     max_pairs: int = 15  # candidate/baseline timing pairs (A B A B ...)

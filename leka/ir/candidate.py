@@ -1,7 +1,9 @@
 """A candidate as three layers of decisions (docs/DESIGN.md, "A candidate is three layers of decisions").
 
 - L0: the Relax module as lifted-params TVMScript (constants are trailing parameters c0, c1, ...;
-  their values live in an .npz, or come from the task's own model for the root).
+  their values live in an .npz, or come from the task's own model for the root). Where the printed
+  text does not parse back to the very same module, TVM's JSON serialisation of it is kept beside the
+  text (`relax_json`) and is what gets built; the text stays the agents' view.
 - L1: {structural hash of an unscheduled PrimFunc -> schedule trace (leka.sched) or TIR text}.
 - L2: {structural hash of a scheduled PrimFunc -> target-source override}.
 
@@ -59,6 +61,9 @@ class Candidate(BaseModel):
     task_path: str
     backend: str = "llvm"
     relax_text: str
+    # TVM's serialisation of the module, only where `relax_text` does not parse back to an equal one
+    # (A.relax_persisted); an L0 text edit makes the text the record again (None)
+    relax_json: str | None = None
     params_file: str | None = None  # None: the task model's own (lifted) constants
     l1: dict[str, L1Entry] = Field(default_factory=dict)
     l2: dict[str, L2Entry] = Field(default_factory=dict)
@@ -72,6 +77,8 @@ class Candidate(BaseModel):
         h = hashlib.sha256()
         h.update(self.backend.encode())
         h.update(self.relax_text.encode())
+        if self.relax_json:  # only when set, so text-exact candidates keep their digests
+            h.update(hashlib.sha256(self.relax_json.encode()).digest())
         h.update((params_digest(self.params_file) if self.params_file else "root").encode())
         h.update(json.dumps({k: v.model_dump() for k, v in sorted(self.l1.items())}, sort_keys=True).encode())
         h.update(json.dumps({k: v.model_dump() for k, v in sorted(self.l2.items())}, sort_keys=True).encode())
@@ -121,6 +128,20 @@ class Root:
     params: dict[str, np.ndarray]
     n_inputs: int
     model: Any = field(repr=False)
+    module_json: str | None = None  # where `text` does not round-trip exactly (A.relax_persisted)
+    outputs: list[tuple[tuple[int, ...], str]] = field(default_factory=list)  # (shape, dtype) per output
+
+    @property
+    def output_bytes(self) -> int:
+        return int(sum(int(np.prod(s)) * _itemsize(d) for s, d in self.outputs))
+
+
+def _itemsize(dtype: str) -> int:
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:  # bfloat16, float8_*: the bits in the name
+        bits = re.search(r"(\d+)", dtype)
+        return max(1, int(bits.group(1)) // 8) if bits else 4
 
 
 def import_root(task: Task) -> Root:
@@ -128,12 +149,15 @@ def import_root(task: Task) -> Root:
     inputs = task.make_inputs(0)
     mod = A.import_torch(model, inputs)
     lifted, vals = A.lift_consts(mod)
-    return Root(task=task, text=A.relax_text(lifted), params=vals, n_inputs=len(inputs), model=model)
+    text, module_json = A.relax_persisted(lifted)
+    return Root(task=task, text=text, params=vals, n_inputs=len(inputs), model=model, module_json=module_json,
+                outputs=A.output_specs(lifted))
 
 
 def root_candidate(task: Task, backend: str = "llvm", root: Root | None = None) -> Candidate:
     root = root or import_root(task)
-    return Candidate(task=task.id, task_path=str(task.path), backend=backend, relax_text=root.text)
+    return Candidate(task=task.id, task_path=str(task.path), backend=backend, relax_text=root.text,
+                     relax_json=root.module_json)
 
 
 def candidate_from_file(task: Task, path: str | Path, backend: str = "llvm") -> Candidate:
@@ -144,9 +168,14 @@ def candidate_from_file(task: Task, path: str | Path, backend: str = "llvm") -> 
                      params_file=str(npz.resolve()) if npz.exists() else None)
 
 
+def relax_ir(c: Candidate):
+    """The L0 module in lifted-params form (constants unbound): the JSON record if any, else the text."""
+    return A.load_relax(c.relax_text, c.relax_json)
+
+
 def relax_module(c: Candidate, root_params: dict[str, np.ndarray] | None = None):
-    """Parse the L0 text and bind its constants back: the unlowered Relax module."""
-    mod = A.parse_module(c.relax_text)
+    """The L0 module with its constants bound back: the unlowered Relax module."""
+    mod = relax_ir(c)
     vals = load_params(c.params_file) if c.params_file else root_params
     if vals is None:
         vals = import_root(c.load_task()).params
@@ -220,14 +249,13 @@ _LOWER_CACHE: dict[tuple[str, str, str], Any] = {}
 
 def _zero_lowered(c: Candidate, target, root_params) -> Any:
     # lowering is deterministic in (L0 text, params, target): carry-forward and the views re-ask often
-    key = (hashlib.sha256(c.relax_text.encode()).hexdigest(),
+    key = (hashlib.sha256((c.relax_text + (c.relax_json or "")).encode()).hexdigest(),
            params_digest(c.params_file) if c.params_file else f"root:{c.task_path}:{id(root_params) if root_params is not None else 0}",
            str(target))
     if key not in _LOWER_CACHE:
         if len(_LOWER_CACHE) > 16:
             _LOWER_CACHE.pop(next(iter(_LOWER_CACHE)))
-        mod = A.parse_module(c.relax_text)
-        mod = A.bind_params(mod, candidate_params(c, root_params))
+        mod = A.bind_params(relax_ir(c), candidate_params(c, root_params))
         _LOWER_CACHE[key] = A.lower(mod, target, gpu_schedule=False)
     return _LOWER_CACHE[key]
 

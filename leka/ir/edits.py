@@ -117,11 +117,13 @@ def _apply_edit(candidate: Candidate, edit: Edit, workdir: Path, root_params, bu
 
 
 # ----------------------------------------------------------------------------- L0
-def _lift_and_save(mod, workdir: Path) -> tuple[str, str]:
+def _lift_and_save(mod, workdir: Path) -> tuple[str, str | None, str]:
+    """(text, JSON record where the text is not exact, params file) of a pass's result."""
     lifted, vals = A.lift_consts(mod)
-    text = A.relax_text(lifted)
-    A.parse_module(text)  # the new L0 text must re-parse, or no agent can edit it further
-    return text, ir.save_params(vals, workdir / "params")
+    text, module_json = A.relax_persisted(lifted)
+    if module_json is not None:  # (exact text has parsed already)
+        A.parse_module(text)  # the new L0 text must re-parse, or no agent can edit it further
+    return text, module_json, ir.save_params(vals, workdir / "params")
 
 
 def _l0_pass(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome:
@@ -137,9 +139,9 @@ def _l0_pass(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcom
         raise EditError(f"L0 pass {name!r} failed: {A.error_text(e)}") from e
     if A.structural_equal(new, mod):
         raise EditError(f"L0 pass {name!r} changed nothing in this module (not applicable here)")
-    text, params_file = _lift_and_save(new, workdir)
+    text, module_json, params_file = _lift_and_save(new, workdir)
     fresh = Candidate(task=c.task, task_path=c.task_path, backend=c.backend, relax_text=text,
-                      params_file=params_file)
+                      relax_json=module_json, params_file=params_file)
     return carry_forward(c, fresh, root_params=root_params)
 
 
@@ -153,7 +155,7 @@ def _l0_text(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcom
         raise EditError(f"the Relax text does not parse: {A.error_text(e)}") from e
     if "main" not in A.relax_functions(mod):
         raise EditError("the Relax text has no Relax function 'main'")
-    old = A.parse_module(c.relax_text)
+    old = ir.relax_ir(c)
     vals = ir.candidate_params(c, root_params)
     old_names, new_names = A.param_names(old), A.param_names(mod)
     n_in = len(old_names) - len([n for n in old_names if n in vals])

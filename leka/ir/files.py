@@ -6,6 +6,8 @@ decision, keyed by PrimFunc *name* instead of hash:
                               parameters c0, c1, ...; their values are the task model's own, or
                               params.npz beside it)
     params.npz                optional: the constants, when they are not the task model's own
+    relax.json                optional: TVM's serialisation of the module where relax.py does not
+                              parse back to the very same module; used only while relax.py is unchanged
     l1/<primfunc>.json        L1: a schedule trace (JSON list of leka.sched steps) for that PrimFunc
     l1/<primfunc>.tir.py      L1: or a whole replacement PrimFunc (same buffer parameters)
     l2/<primfunc>.cpp|.c|.ll  L2: that kernel's source; its exported symbol is `leka_<primfunc>`, or
@@ -20,6 +22,7 @@ in name order, then L2, so every legality check of the loop applies; an illegal 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -49,6 +52,8 @@ def write_candidate(c: Candidate, folder: str | Path, root_params=None) -> Path:
     (d / "l1").mkdir(parents=True, exist_ok=True)
     (d / "l2").mkdir(parents=True, exist_ok=True)
     (d / "relax.py").write_text(c.relax_text)
+    if c.relax_json:
+        (d / "relax.json").write_text(json.dumps({"relax_py_sha256": _sha(c.relax_text), "module": c.relax_json}))
     if c.params_file:
         (d / "params.npz").write_bytes(Path(c.params_file).read_bytes())
     if not (c.l1 or c.l2 or c.target_opts):
@@ -75,6 +80,23 @@ def write_candidate(c: Candidate, folder: str | Path, root_params=None) -> Path:
     if c.target_opts:
         (d / "l2" / "compile_options.json").write_text(json.dumps(c.target_opts, indent=1))
     return d
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _relax_json(d: Path, text: str) -> str | None:
+    """relax.json's module while relax.py is the text it was written with (an edited relax.py is the
+    record then)."""
+    p = d / "relax.json"
+    if not p.is_file():
+        return None
+    try:
+        rec = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise CandidateFilesError(f"relax.json: not JSON ({e})") from e
+    return rec.get("module") if rec.get("relax_py_sha256") == _sha(text) else None
 
 
 def write_views(c: Candidate, folder: str | Path, root_params=None) -> Path:
@@ -136,8 +158,9 @@ def read_candidate(task: Task, folder: str | Path, backend: str = "llvm", *, wor
     if not (d / "relax.py").is_file():
         raise CandidateFilesError(f"{d}: no relax.py (the L0 Relax text every candidate folder holds)")
     npz = d / "params.npz"
-    c = Candidate(task=task.id, task_path=str(task.path), backend=backend, relax_text=(d / "relax.py").read_text(),
-                  params_file=str(npz.resolve()) if npz.is_file() else None)
+    text = (d / "relax.py").read_text()
+    c = Candidate(task=task.id, task_path=str(task.path), backend=backend, relax_text=text,
+                  relax_json=_relax_json(d, text), params_file=str(npz.resolve()) if npz.is_file() else None)
     for where, edit in _edits(d):
         got = apply_edit(c, edit, workdir=Path(workdir), root_params=root_params, build_check=False)
         if not got.ok:

@@ -7,7 +7,8 @@ TVM renames things between releases (tir -> tirx, nd -> runtime.tensor, profile=
 | --- | --- |
 | `targets` | targets and devices of the backend table (`leka.backends`), codegen options |
 | `errors` | `ImportFailure`, `error_text`: TVM errors as data |
-| `importer` | torch.export -> Relax, lifted constants, TVMScript text <-> modules |
+| `importer` | torch.export -> Relax, lifted constants, TVMScript text <-> modules (exact: `relax_persisted`) |
+| `torch_ops` | ops the importer lacks: PyTorch decompositions first, then `custom_convert_map` converters |
 | `lowering` | the zero pipeline, DLight on GPUs, PrimFunc surgery, build, export |
 | `runtime` | `VMRunner`: run and time a built executable, per-kernel profiles, memory plans |
 | `call_loop` | a C++ loop (compiled at first use) calling a function on rotating argument sets, for timing |
@@ -29,13 +30,18 @@ from leka.tvm_adapter.errors import (
     first_line,
 )
 from leka.tvm_adapter.importer import (
+    IMPORTER_REVISION,
     PARSE_LOCK,
     bind_params,
     import_torch,
     lift_consts,
+    load_relax,
+    output_specs,
     param_names,
     parse_module,
     parse_tir,
+    parseable_relax_text,
+    relax_persisted,
     relax_text,
     unsupported_ops,
 )
@@ -76,6 +82,7 @@ from leka.tvm_adapter.lowering import (
     schedule,
     structural_equal,
     structural_hash,
+    tir_equivalent,
     unwrap_single_output,
 )
 from leka.tvm_adapter.ms_tool import (
@@ -132,4 +139,4 @@ from leka.tvm_adapter.tuning import (
     worker_initializer,
 )
 
-__all__ = ["CallLoopUnavailable", "ImportFailure", "L0Pass", "L0_PASSES", "L0_PASS_FNS", "L2Flusher", "LLVM_OPTIONS", "PARSE_LOCK", "TuneResult", "VMRunner", "apply_tuning_db", "bind_params", "buffer_signature", "build", "build_prim_func", "count_relax_ops", "cpu_target", "cuda_device_info", "cuda_runtime_setup", "device_for", "device_free_bytes", "error_text", "estimate_tir_flops", "export_library", "extern_prim_func", "find_module", "first_line", "flatten_outputs", "gpu_default_schedule", "import_torch", "inspect_source", "is_gpu", "is_scheduled", "l0_clip_to_relu_min", "l0_combine_parallel_matmul", "l0_conv1x1_to_matmul", "l0_convert_layout_nhwc", "l0_convert_layout_nhwc_hwio", "l0_dead_code_elimination", "l0_decompose_ops", "l0_eliminate_common_subexpr", "l0_fold_batchnorm", "l0_fold_constant", "l0_fuse", "l0_fuse_transpose_matmul", "l0_pow_to_multiply", "lift_consts", "llvm_ir_to_object", "load_module", "lower", "make_target", "mark_scheduled", "nvcc_compile", "param_names", "parse_module", "parse_tir", "planned_memory_bytes", "prim_funcs", "relax_functions", "relax_text", "remote_device", "remote_runner", "remote_vm", "replace_prim_func", "rpc_connect", "rpc_request", "rpc_tracker_summary", "run_prim_func", "runtime_source", "sblock_summaries", "schedule", "source_postproc", "structural_equal", "structural_hash", "target_json", "tensor_on", "time_flushed", "trace_steps", "tune_prim_func", "tune_relax", "tuned_module", "tvm_version", "unsupported_ops", "unwrap_single_output", "vector_lanes_fp32", "with_target_options", "worker_initializer"]
+__all__ = ["CallLoopUnavailable", "IMPORTER_REVISION", "ImportFailure", "L0Pass", "L0_PASSES", "L0_PASS_FNS", "L2Flusher", "LLVM_OPTIONS", "PARSE_LOCK", "TuneResult", "VMRunner", "apply_tuning_db", "bind_params", "buffer_signature", "build", "build_prim_func", "count_relax_ops", "cpu_target", "cuda_device_info", "cuda_runtime_setup", "device_for", "device_free_bytes", "error_text", "estimate_tir_flops", "export_library", "extern_prim_func", "find_module", "first_line", "flatten_outputs", "gpu_default_schedule", "import_torch", "inspect_source", "is_gpu", "is_scheduled", "l0_clip_to_relu_min", "l0_combine_parallel_matmul", "l0_conv1x1_to_matmul", "l0_convert_layout_nhwc", "l0_convert_layout_nhwc_hwio", "l0_dead_code_elimination", "l0_decompose_ops", "l0_eliminate_common_subexpr", "l0_fold_batchnorm", "l0_fold_constant", "l0_fuse", "l0_fuse_transpose_matmul", "l0_pow_to_multiply", "lift_consts", "llvm_ir_to_object", "load_module", "load_relax", "lower", "make_target", "mark_scheduled", "nvcc_compile", "output_specs", "param_names", "parse_module", "parse_tir", "parseable_relax_text", "planned_memory_bytes", "prim_funcs", "relax_functions", "relax_persisted", "relax_text", "remote_device", "remote_runner", "remote_vm", "replace_prim_func", "rpc_connect", "rpc_request", "rpc_tracker_summary", "run_prim_func", "runtime_source", "sblock_summaries", "schedule", "source_postproc", "structural_equal", "structural_hash", "target_json", "tensor_on", "time_flushed", "tir_equivalent", "trace_steps", "tune_prim_func", "tune_relax", "tuned_module", "tvm_version", "unsupported_ops", "unwrap_single_output", "vector_lanes_fp32", "with_target_options", "worker_initializer"]

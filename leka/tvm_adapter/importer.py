@@ -9,15 +9,24 @@ from typing import Any
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import relax
 from tvm.relax.frontend.torch import from_exported_program
 
 from leka.tvm_adapter.errors import ImportFailure, first_line
 
+# bumped whenever the importer's output changes for the same model (cached roots are keyed by it):
+# 2 = non-finite constants printed parseably, JSON record where the text is not exact
+IMPORTER_REVISION = 3  # 3 = decompositions and custom converters for ops the importer lacks (torch_ops)
+
 
 def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
-    """torch.export with static shapes, then the Relax importer (weights become constants)."""
+    """torch.export with static shapes, then the Relax importer (weights become constants). Ops the
+    importer lacks are decomposed first or converted by `torch_ops` (`CUSTOM_CONVERTERS`); what is
+    still missing fails as one line naming the op."""
     import torch
+
+    from leka.tvm_adapter.torch_ops import CUSTOM_CONVERTERS, decompose_missing
 
     try:
         with torch.no_grad():
@@ -25,10 +34,11 @@ def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
     except Exception as e:  # noqa: BLE001 - any exporter failure is the task's problem, as data
         raise ImportFailure(f"torch.export failed: {type(e).__name__}: {first_line(e)}") from e
     try:
-        return from_exported_program(ep)
+        ep = decompose_missing(ep)
+        return from_exported_program(ep, custom_convert_map=CUSTOM_CONVERTERS, run_ep_decomposition=False)
     except Exception as e:  # noqa: BLE001
         msg = str(e)
-        ops = sorted(set(re.findall(r"\b(aten\.[\w.]+)", msg)))
+        ops = _failing_node_ops(e) or sorted(set(re.findall(r"\b(aten\.[\w.]+)", msg)))
         if not ops:  # name the graph's ops that the message mentions, e.g. "linalg_svd"
             ops = sorted({str(n.target) for n in ep.graph.nodes if n.op == "call_function"
                           and str(n.target).split(".")[-2 if str(n.target).count(".") >= 2 else -1] in msg})
@@ -38,10 +48,27 @@ def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
                             f"{type(e).__name__}: {first_line(e)}", ops) from e
 
 
-def unsupported_ops(ep) -> list[str]:
-    from tvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
+def _failing_node_ops(e: BaseException) -> list[str]:
+    """The ATen op whose conversion raised: the importer's loop variable `node` in the traceback; where
+    a decomposition made that node, the op it came from (`original_aten`) first."""
+    tb, node = e.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "_translate_fx_graph":
+            node = tb.tb_frame.f_locals.get("node")
+        tb = tb.tb_next
+    if node is None or getattr(node, "op", None) != "call_function":
+        return []
+    names = [str(node.target)]
+    orig = node.meta.get("original_aten") if hasattr(node, "meta") else None
+    if orig is not None and str(orig) != names[0]:
+        names.insert(0, str(orig))
+    return names
 
-    table = ExportedProgramImporter().create_convert_map()
+
+def unsupported_ops(ep) -> list[str]:
+    from leka.tvm_adapter.torch_ops import importer_table
+
+    table = importer_table()
     ops = set()
     for n in ep.graph.nodes:
         if n.op == "call_function":
@@ -80,8 +107,38 @@ def lift_consts(mod: tvm.IRModule, func: str = "main", prefix: str = "c") -> tup
     return out, lifter.vals
 
 
+# TVMScript prints a scalar non-finite constant as R.const("-inf", "float32"), which its own parser
+# rejects ("value has to be scalar or Tensor"); R.const(float("-inf"), "float32") parses to the same
+# constant. Every attention block with a -inf mask has one.
+_NONFINITE_CONST = re.compile(r'R\.const\("([+-]?(?:inf|nan))", "(\w+)"\)')
+
+
+def parseable_relax_text(text: str) -> str:
+    """TVMScript as printed -> text the TVMScript parser accepts (non-finite scalar constants)."""
+    return _NONFINITE_CONST.sub(r'R.const(float("\1"), "\2")', text)
+
+
 def relax_text(mod: tvm.IRModule) -> str:
-    return mod.script()
+    """The agents' view of a Relax module: TVMScript that parses back (`parseable_relax_text`)."""
+    return parseable_relax_text(mod.script())
+
+
+def relax_persisted(mod: tvm.IRModule) -> tuple[str, str | None]:
+    """(TVMScript text, TVM's JSON serialisation or None): the JSON only where the text does not parse
+    back to a structurally equal module, so that the module round-trips exactly either way."""
+    text = relax_text(mod)
+    try:
+        exact = bool(tvm_ffi.structural_equal(parse_module(text), mod))
+    except Exception:  # noqa: BLE001 - a printer/parser gap: the serialisation is the record
+        exact = False
+    return text, None if exact else tvm.ir.save_json(mod)
+
+
+def load_relax(text: str, module_json: str | None = None) -> tvm.IRModule:
+    """The module a (text, JSON) pair of `relax_persisted` stands for: the JSON when present."""
+    if module_json:
+        return tvm.ir.load_json(module_json)
+    return parse_module(text)
 
 
 # TVMScript parsing (the IRBuilder's frame stack) and legalization (TE's op_tag scope) keep state in
@@ -89,15 +146,11 @@ def relax_text(mod: tvm.IRModule) -> str:
 # candidate builds, so those two steps are serialised; codegen and linking, the bulk, are not.
 PARSE_LOCK = threading.RLock()
 
-# TVM 0.27 prints a non-finite scalar constant as R.const("-inf", "float32"), which its own parser
-# rejects ("value has to be scalar or Tensor"): e.g. the -inf of a causal attention mask
-_NONFINITE_CONST = re.compile(r'R\.const\("(-?inf|nan)"')
-
 
 def parse_module(text: str) -> tvm.IRModule:
-    text = _NONFINITE_CONST.sub(r'R.const(float("\1")', text)
+    """Relax TVMScript -> module; the printer's own non-finite constants are accepted too."""
     with PARSE_LOCK:
-        obj = tvm.script.from_source(text)
+        obj = tvm.script.from_source(parseable_relax_text(text))
     if isinstance(obj, (tvm.tirx.PrimFunc, relax.Function)):
         return tvm.IRModule({"main": obj})
     return obj
@@ -123,6 +176,18 @@ def bind_params(mod: tvm.IRModule, vals: dict[str, np.ndarray], func: str = "mai
         return mod
     present = {k: tvm.runtime.tensor(v) for k, v in vals.items() if k in names}
     return relax.transform.BindParams(func, present)(mod)
+
+
+def output_specs(mod: tvm.IRModule, func: str = "main") -> list[tuple[tuple[int, ...], str]]:
+    """(shape, dtype) of each tensor `func` returns, tuples flattened (static shapes)."""
+    def walk(ty) -> list[tuple[tuple[int, ...], str]]:
+        if isinstance(ty, relax.TupleType):
+            return [x for f in ty.fields for x in walk(f)]
+        if isinstance(ty, relax.TensorType) and ty.shape is not None:
+            return [(tuple(int(s) for s in ty.shape), str(ty.dtype))]
+        return []
+
+    return walk(mod[func].ret_ty)
 
 
 def param_names(mod: tvm.IRModule, func: str = "main") -> list[str]:

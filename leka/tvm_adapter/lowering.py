@@ -29,6 +29,31 @@ def lower(mod: tvm.IRModule, target: tvm.target.Target, gpu_schedule: bool = Tru
     return out
 
 
+# TVM 0.27's legalization of R.full / R.full_like hands topi.full a PrimType where it tests
+# `"float" in dtype` for a non-finite fill ("argument of type 'PrimType' is not iterable"): every
+# torch.full(..., float("-inf")) mask failed in LegalizeOps and FoldConstant. The registry takes a
+# higher-level registration; ours passes the dtype as a string there and defers to TVM's otherwise.
+_TVM_FULL = {name: tvm.ir.Op.get(name).get_attr("FLegalize") for name in ("relax.full", "relax.full_like")}
+
+
+def _legalize_full(bb, call):
+    import math
+
+    from tvm import topi
+    from tvm.relax.transform.legalize_ops.common import _try_convert_to_scalar_const
+
+    fill = _try_convert_to_scalar_const(call.args[1], python_native=True)
+    shape = call.args[0].ty.shape if call.op.name == "relax.full_like" else call.args[0]
+    if not (isinstance(fill, float) and not math.isfinite(fill) and isinstance(shape, relax.ShapeExpr)):
+        return _TVM_FULL[call.op.name](bb, call)
+    dtype = call.ty.dtype
+    return bb.call_te(topi.full, shape.values, str(getattr(dtype, "dtype", dtype)), fill, primfunc_name_hint="full")
+
+
+for _name in _TVM_FULL:
+    tvm.ir.register_op_attr(_name, "FLegalize", _legalize_full, level=11)
+
+
 def gpu_default_schedule(mod: tvm.IRModule, target: tvm.target.Target | None = None) -> tvm.IRModule:
     from tvm.s_tir import dlight as dl
 
@@ -110,6 +135,19 @@ def structural_hash(obj) -> str:
 
 def structural_equal(a, b) -> bool:
     return bool(tvm_ffi.structural_equal(a, b))
+
+
+def tir_equivalent(a: tvm.tirx.PrimFunc, b: tvm.tirx.PrimFunc) -> bool:
+    """Structurally equal (symbol names aside), or equal once blocks are lowered to plain loops.
+    TVMScript's TIR printer drops some block metadata that a re-parse cannot restore (the dtype of a
+    unit region extent next to an int32 index, an unsimplified block iter domain): the text an agent
+    reads then stands for the same loops and stores, not for the same block annotations."""
+    a, b = a.without_attr("global_symbol"), b.without_attr("global_symbol")
+    if tvm_ffi.structural_equal(a, b):
+        return True
+    seq = tvm.transform.Sequential([s_tir.transform.LowerInitBlock(), s_tir.transform.ConvertBlocksToOpaque(),
+                                    s_tir.transform.LowerOpaqueBlock(), tvm.tirx.transform.StmtSimplify()])
+    return bool(tvm_ffi.structural_equal(seq(tvm.IRModule({"main": a}))["main"], seq(tvm.IRModule({"main": b}))["main"]))
 
 
 def replace_prim_func(mod: tvm.IRModule, name: str, func: tvm.tirx.PrimFunc) -> tvm.IRModule:

@@ -1,0 +1,62 @@
+"""The memory an evaluation needs, and the cap it runs under (README "Evaluator protocol", Memory).
+
+An evaluation holds a task's parameters, one seed's inputs and one seed's outputs at a time (the check
+goes seed by seed, the references are read memory-mapped from the reference process's files), so it
+needs about `BASE_BYTES + NEED_FACTOR x (params + inputs + outputs)`. The cap: `evaluator.memory_cap_gb`
+when set; otherwise that need, at least `MIN_CAP_GB` (what every evaluation had before: the largest
+builds of the suite fit under it), at most `MACHINE_SHARE` of this machine's memory. A task whose need
+is over its cap is refused in one line before anything is built. No TVM here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psutil
+
+GiB = 2**30
+BASE_BYTES = int(0.75 * GiB)  # an evaluation child with torch and TVM loaded (0.4 GiB measured on a tiny task) and a build
+NEED_FACTOR = 3  # params, inputs and one output set: host copies, device copies, the baseline's
+MIN_CAP_GB = 8.0
+MACHINE_SHARE = 0.75
+
+
+@dataclass(frozen=True)
+class Footprint:
+    params: int
+    inputs: int  # one seed's
+    outputs: int  # one seed's
+
+    @property
+    def need(self) -> int:
+        return BASE_BYTES + NEED_FACTOR * (self.params + self.inputs + self.outputs)
+
+    def text(self) -> str:
+        return (f"params {self.params / GiB:.2f} + inputs {self.inputs / GiB:.2f} + outputs "
+                f"{self.outputs / GiB:.2f} GiB")
+
+
+def machine_bytes() -> int:
+    return int(psutil.virtual_memory().total)
+
+
+def cap_bytes(cap_gb: float | None, fp: Footprint | None = None) -> tuple[int, str]:
+    """(cap, where it comes from): the configured cap, else derived from the footprint and this machine
+    (without a footprint: the machine's share, the ceiling of any derived cap)."""
+    if cap_gb is not None:
+        return int(cap_gb * GiB), "evaluator.memory_cap_gb"
+    machine = int(machine_bytes() * MACHINE_SHARE)
+    where = f"{MACHINE_SHARE:.0%} of this machine's {machine_bytes() / GiB:.0f} GiB"
+    if fp is None:
+        return machine, where
+    cap = min(machine, max(int(MIN_CAP_GB * GiB), fp.need))
+    return cap, (where if cap == machine else "derived from the task's footprint (evaluator.memory_cap_gb unset)")
+
+
+def refusal(fp: Footprint, cap_gb: float | None) -> str | None:
+    """One line when the task cannot fit under its cap, else None."""
+    cap, where = cap_bytes(cap_gb, fp)
+    if fp.need <= cap:
+        return None
+    return (f"the task needs about {fp.need / GiB:.1f} GiB ({BASE_BYTES / GiB:.1f} GiB + {NEED_FACTOR} x "
+            f"({fp.text()})), over the memory cap of {cap / GiB:.1f} GiB ({where})")
