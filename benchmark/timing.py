@@ -57,6 +57,22 @@ def _calls(n: int, n_sets: int) -> int:
     return n
 
 
+def _close(t0: float, n: int, k0: int, n_sets: int, out: Any, state: dict[str, int],
+           check: Callable[[int, Any], None] | None, guard: Callable[[], None] | None,
+           sync: Callable[[], Any] | None, clock: Callable[[], float]) -> float:
+    """End a sample of n calls begun at t0 on set k0: `sync()` closes the timed region; then, untimed,
+    the next sample's set, `check` of the last output against its own set, `guard`. Seconds per call."""
+    if sync is not None:
+        sync()
+    t = clock() - t0
+    state["k"] = (k0 + n) % n_sets
+    if check is not None:
+        check((k0 + n - 1) % n_sets, out)
+    if guard is not None:
+        guard()
+    return t / n
+
+
 def looped_timer(run: Callable[[int, int], Any], n_sets: int,
                  check: Callable[[int, Any], None] | None = None,
                  guard: Callable[[], None] | None = None, sync: Callable[[], Any] | None = None,
@@ -71,15 +87,7 @@ def looped_timer(run: Callable[[int, int], Any], n_sets: int,
         k0 = state["k"]
         t0 = clock()
         out = run(n, k0)
-        if sync is not None:
-            sync()
-        t = clock() - t0
-        state["k"] = (k0 + n) % n_sets
-        if check is not None:
-            check((k0 + n - 1) % n_sets, out)
-        if guard is not None:
-            guard()
-        return t / n
+        return _close(t0, n, k0, n_sets, out, state, check, guard, sync, clock)
 
     return Timer(sample, "cpp_loop")
 
@@ -115,15 +123,7 @@ def rotating_timer(call: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
             for args in seq[:-1]:
                 call(*args)
             out = call(*seq[-1])
-        if sync is not None:
-            sync()
-        t = clock() - t0
-        state["k"] = (k0 + n) % n_sets
-        if check is not None:
-            check((k0 + n - 1) % n_sets, out)
-        if guard is not None:
-            guard()
-        return t / n
+        return _close(t0, n, k0, n_sets, out, state, check, guard, sync, clock)
 
     return Timer(sample, "python_loop")
 

@@ -32,12 +32,18 @@ def _hold(n: int, ready, hold_s: float) -> None:
         time.sleep(hold_s)
 
 
-def test_second_taker_waits_until_the_holder_releases():
+def _holder(n: int, hold_s: float):
+    """Another process that holds one of n slots for hold_s (started, and holding, on return)."""
     ctx = mp.get_context("fork")
     ready = ctx.Event()
-    p = ctx.Process(target=_hold, args=(1, ready, 1.0))
+    p = ctx.Process(target=_hold, args=(n, ready, hold_s))
     p.start()
     assert ready.wait(30)
+    return p
+
+
+def test_second_taker_waits_until_the_holder_releases():
+    p = _holder(1, 1.0)
     s = slots.acquire(1, "llvm")
     s.release()
     p.join(10)
@@ -45,22 +51,14 @@ def test_second_taker_waits_until_the_holder_releases():
 
 
 def test_two_slots_do_not_wait_for_one_holder():
-    ctx = mp.get_context("fork")
-    ready = ctx.Event()
-    p = ctx.Process(target=_hold, args=(2, ready, 2.0))
-    p.start()
-    assert ready.wait(30)
+    p = _holder(2, 2.0)
     with slots.acquire(2, "llvm") as s:
         assert s.waited_s < 0.5 and s.index >= 0
     p.join(10)
 
 
 def test_a_killed_holder_frees_its_slot():
-    ctx = mp.get_context("fork")
-    ready = ctx.Event()
-    p = ctx.Process(target=_hold, args=(1, ready, 600.0))
-    p.start()
-    assert ready.wait(30)
+    p = _holder(1, 600.0)
     with pytest.raises(TimeoutError, match="no measuring slot"):
         slots.acquire(1, "llvm", timeout_s=0.3)
     os.kill(p.pid, signal.SIGKILL)
