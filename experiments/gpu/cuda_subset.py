@@ -146,6 +146,39 @@ def load_best(out: Path, tid: str):
     return ir.Candidate.model_validate(d)
 
 
+def _ms_executable(task, root, target, trials: int, cache_dir: str, tune: bool, res: dict):
+    """The MetaSchedule-N baseline built, or None (the reason in res["ms_error"]: a table cell)."""
+    from benchmark import baselines
+
+    if not trials:
+        return None
+    try:
+        d = baselines.ms_dir(task, "cuda", trials, cache_dir)
+        if not baselines.is_tuned(d):
+            if not tune:
+                raise RuntimeError(f"no MetaSchedule-{trials} database cached (not tuned in this session)")
+            d, _ = baselines.ensure_tuned(task, "cuda", trials, cache_dir)
+        return baselines.tuned_executable(task, root, "cuda", target, str(d))
+    except Exception as e:  # noqa: BLE001 - a task MetaSchedule cannot tune is a table cell
+        res["ms_error"] = f"{type(e).__name__}: {str(e).splitlines()[-1][:200] if str(e) else ''}"
+        return None
+
+
+def _torch_compiled(mc, tin, res: dict):
+    """torch.compile(mc), compiled here (outside the GPU lock); None with res["compile_error"] on failure."""
+    import torch
+
+    try:
+        compiled = torch.compile(mc)
+        with torch.no_grad():
+            compiled(*tin)
+        torch.cuda.synchronize()
+        return compiled
+    except Exception as e:  # noqa: BLE001
+        res["compile_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        return None
+
+
 def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None = None,
                tune: bool = True) -> dict:
     if gpu is not None:  # before torch / TVM touch CUDA in this (spawned) process
@@ -156,7 +189,7 @@ def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None
     warnings.filterwarnings("ignore")
     import torch
 
-    from benchmark import baselines, gpu_timing
+    from benchmark import gpu_timing
     from benchmark.roots import load_root
     from benchmark.task import resolve
     from benchmark.worker import _flat_torch, compare
@@ -171,17 +204,7 @@ def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None
         target = A.make_target("cuda")
         best = load_best(Path(out), row["task"])
         t0 = time.time()
-        ms = None
-        if trials:
-            try:
-                d = baselines.ms_dir(task, "cuda", trials, cache_dir)
-                if not baselines.is_tuned(d):
-                    if not tune:
-                        raise RuntimeError(f"no MetaSchedule-{trials} database cached (not tuned in this session)")
-                    d, _ = baselines.ensure_tuned(task, "cuda", trials, cache_dir)
-                ms = baselines.tuned_executable(task, root, "cuda", target, str(d))
-            except Exception as e:  # noqa: BLE001 - a task MetaSchedule cannot tune is a table cell
-                res["ms_error"] = f"{type(e).__name__}: {str(e).splitlines()[-1][:200] if str(e) else ''}"
+        ms = _ms_executable(task, root, target, trials, cache_dir, tune, res)
         res["tune_s"] = round(time.time() - t0, 1)
         ex_best = ir.build_candidate(best, target, root.params).executable
         ex_dl = ir.build_candidate(ir.root_candidate(task, "cuda", root), target, root.params).executable
@@ -191,15 +214,7 @@ def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None
             refs = _flat_torch(model(*task.make_inputs(0)))
         mc = task.make_model().eval().to("cuda")
         tin = [torch.from_numpy(a.copy()).to("cuda") for a in inputs]
-        compiled = None
-        try:
-            compiled = torch.compile(mc)
-            with torch.no_grad():
-                compiled(*tin)  # compiles here, outside the GPU lock
-            torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001
-            res["compile_error"] = f"{type(e).__name__}: {str(e)[:200]}"
-            compiled = None
+        compiled = _torch_compiled(mc, tin, res)
         with gpu_timing.gpu_lock():
             dev = A.device_for("cuda")
             fl = A.L2Flusher(dev)
