@@ -18,6 +18,7 @@ TOP = ("experiment.yaml", "jobs.json", "report.md", "report.html")
 RUN_FILES = {"summary.json", "report.md", "config.yaml", "run.json", "tree.html", "job_result.json",
              "arm_outcome.json", "ms_rounds.json", "load_best.py"}
 MAX_FILE_BYTES = 2 * 2**20  # a tree view over this is left out (its run's summary and best node remain)
+TEXT = {".json", ".yaml", ".md", ".py", ".html", ".txt"}
 
 
 def _best_nodes(run: Path) -> set[str]:
@@ -29,8 +30,10 @@ def _best_nodes(run: Path) -> set[str]:
     return {str(best)} if best is not None else set()
 
 
-def export(exp_dir: Path, dest: Path) -> dict[str, int]:
-    """Copy; returns counts (files, bytes, skipped_large)."""
+def export(exp_dir: Path, dest: Path, project: Path | None = None) -> dict[str, int]:
+    """Copy; returns counts (files, bytes, skipped_large). Text files name paths under `project` (default:
+    the working directory) relative to it, so the copy carries no path of this machine."""
+    prefix = f"{(project or Path.cwd()).resolve()}/"
     if dest.exists() and any(dest.iterdir()):
         raise FileExistsError(f"{dest} is not empty")
     dest.mkdir(parents=True, exist_ok=True)
@@ -43,7 +46,10 @@ def export(exp_dir: Path, dest: Path) -> dict[str, int]:
             return
         out = dest / rel
         out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, out)
+        if src.suffix in TEXT:
+            out.write_text(src.read_text(errors="replace").replace(prefix, ""))
+        else:
+            shutil.copy2(src, out)
         n += 1
         size += src.stat().st_size
 
