@@ -181,6 +181,8 @@ def test_export_keeps_what_the_report_links_to_and_regenerates_it(grid, tmp_path
     r = _leka("exp", "export", str(grid["exp_dir"]), str(dest), timeout=120)
     assert r.returncode == 0, r.stderr
     assert not list(dest.rglob("*.so")) and not list(dest.rglob("tree.sqlite"))
+    here = f"{Path.cwd().resolve()}/"  # the project: paths under it are written relative
+    assert not [f for f in dest.rglob("*.json") if here in f.read_text(errors="replace")]
     st = Store(dest)
     try:
         rows = [row for row in st.results() if row.get("run_dir")]
