@@ -136,7 +136,7 @@ def page_data(tree: Tree) -> dict[str, Any]:
     by_id = {n.id: n for n in nodes}
     speeds = [s for n in nodes if (s := n.speedup) is not None and s > 0]
     lo, hi = (math.log(min(speeds)), math.log(max(speeds))) if speeds else (0.0, 0.0)
-    best = tree.best(1)
+    best = [a] if (a := tree.answer()) else []
     cache = _TextCache(tree)
     out = []
     for n in nodes:

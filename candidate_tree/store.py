@@ -358,6 +358,23 @@ class Tree:
         return self._select(f"WHERE speedup IS NOT NULL AND correct=1 AND timing_valid=1 AND +status IN ({q})",
                             tuple(statuses), f"ORDER BY speedup DESC, id ASC LIMIT {int(k)}")
 
+    def answer(self) -> Node | None:
+        """The node a run hands over: the best validly timed node, unless it is slower than the baseline
+        (speedup < 1) and the root is correct, then the root (nothing faster was found: on a noisy
+        machine the root's own A/A timing can be invalid while a much slower node's is valid, and
+        answering that node would hand the user a slowdown). With nothing validly timed: the fastest
+        correct node by its noisy speedup, or None."""
+        top = self.best(1)
+        roots = [r for r in self.roots() if r.result is not None and r.result.correct]
+        if top and (top[0].speedup or 0.0) >= 1.0:
+            return top[0]
+        if roots:
+            return roots[0]
+        if top:
+            return top[0]
+        correct = [n for n in self.nodes() if n.result is not None and n.result.correct and n.result.speedup]
+        return max(correct, key=lambda n: n.result.speedup, default=None)
+
     def lineage(self, nid: int) -> list[Node]:
         """Root ... nid."""
         with self._lock:

@@ -134,7 +134,7 @@ def _ms_cell(r: dict) -> str:
     return f"- ({(r.get('ms_eval_error') or 'no answer')[:60]})"
 
 
-def table(rows: list[dict], budget: float, device: str, ms_trials: int = 0) -> str:
+def table(rows: list[dict], budget: float, device: str, ms_trials: int = 0, label: str = "") -> str:
     n = len(rows)
     ms_trials = ms_trials or next((r["ms_trials"] for r in rows if r.get("ms_trials")), 0)  # a saved JSON's N
     ms = f"MetaSchedule-{ms_trials}"
@@ -156,7 +156,8 @@ def table(rows: list[dict], budget: float, device: str, ms_trials: int = 0) -> s
     f1 = sum(r.get("fast", False) for r in rows)
     fv = sum(r.get("fast", False) and bool(r.get("timing_valid")) for r in rows)
     dl = sum(r.get("dlight_correct", False) for r in rows)
-    lines += ["", f"Device {device} ({'CPU-OpenCL: PoCL on ' + _cpu() if device == 'local' else device}); "
+    where = label or ('CPU-OpenCL: PoCL on ' + _cpu() if device == 'local' else device)
+    lines += ["", f"Device {device} ({where}); "
               f"rule policy, {budget:.0f} s per task; {n} tasks.",
               f"**Compile@1 {c1}/{n} = {c1 / n:.2f}, Correct@1 {k1}/{n} = {k1 / n:.2f}, "
               f"Fast@1.0 vs DLight {f1}/{n} = {f1 / n:.2f}** ({fv} of them with timing spread under the "
@@ -184,11 +185,15 @@ def main() -> None:
                     "(cached); 0: no such column")
     ap.add_argument("--tune-only", action="store_true", help="tune the MetaSchedule-N baselines and stop")
     ap.add_argument("--cache-dir", default=str(ROOT / ".leka-cache"), help="where the MetaSchedule databases are")
-    ap.add_argument("--table", default="", help="print the table of a saved JSON (this script's output) and stop")
+    ap.add_argument("--table", default="", help="print the table of saved JSONs (this script's output; several, "
+                    "comma-separated, are concatenated in that order) and stop")
+    ap.add_argument("--label", default="", help="what the device is, for the table (default: PoCL on this CPU for "
+                    "local, else the URL), e.g. 'NVIDIA OpenCL, H200'")
     args = ap.parse_args()
     budget = parse_duration(args.budget)
     if args.table:
-        print(table(json.loads(Path(args.table).read_text()), budget, args.device, args.ms_trials))
+        rows = [r for f in args.table.split(",") if f for r in json.loads(Path(f).read_text())]
+        print(table(rows, budget, args.device, args.ms_trials, args.label))
         return
     ids = [t for t in args.tasks.split(",") if t] or load_subset(args.subset, "opencl")
     rows = []
@@ -207,7 +212,7 @@ def main() -> None:
         (out / f"bench_opencl-{stamp}.json").write_text(json.dumps(rows, indent=1))
     print()
     print(f"machine: {platform.node()} {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print(table(rows, budget, args.device, args.ms_trials))
+    print(table(rows, budget, args.device, args.ms_trials, args.label))
 
 
 if __name__ == "__main__":

@@ -219,11 +219,7 @@ def write_results(run_dir: Path, cfg: LekaConfig, task, tree, final: dict[str, A
 
     nodes = tree.nodes()
     by_level = {lv: sum(1 for n in nodes if n.level == lv) for lv in LEVELS}
-    best = tree.best(1)
-    best_node = best[0] if best else None
-    if best_node is None:  # nothing validly timed (a very noisy machine): best correct, flagged below
-        correct = [n for n in nodes if n.result is not None and n.result.correct and n.result.speedup]
-        best_node = max(correct, key=lambda n: n.result.speedup, default=None)
+    best_node = tree.answer()  # never a validly timed slowdown when the root is correct
     summary: dict[str, Any] = {
         "task": task.id, "backend": cfg.backend, "run_dir": str(run_dir),
         "best_node": best_node.id if best_node else None,

@@ -47,6 +47,26 @@ def root(t: Tree, speedup: float = 1.0) -> int:
 
 
 # ----------------------------------------------------------------------------- records
+def test_answer_is_never_a_slowdown_when_the_root_is_correct(tree: Tree) -> None:
+    # seen on the H200 (l1_linear_classifier, OpenCL): the root's A/A timing was invalid and the only
+    # validly timed node ran at 0.06x; the run answered that node
+    r = tree.add_node(None, None, None, "root", result=res(1.3, valid=False))
+    slow = tree.add_node(r, "L1", edit("L1", "tile"), "h1", result=res(0.06))
+    assert tree.best(1)[0].id == slow
+    assert tree.answer().id == r
+    fast = tree.add_node(r, "L1", edit("L1", "tile", n=2), "h2", result=res(1.4))
+    assert tree.answer().id == fast
+
+
+def test_answer_without_a_correct_root_or_any_valid_timing(tree: Tree) -> None:
+    r = tree.add_node(None, None, None, "root", result=res(None, correct=False, error="compile"))
+    a = tree.add_node(r, "L1", edit("L1", "tile"), "h1", result=res(0.8, valid=False))
+    b = tree.add_node(r, "L1", edit("L1", "tile", n=2), "h2", result=res(0.9, valid=False))
+    assert tree.answer().id == b
+    c = tree.add_node(r, "L1", edit("L1", "tile", n=3), "h3", result=res(0.5))
+    assert tree.answer().id == c and a != c  # validly timed beats noisy when no root can answer
+
+
 def test_node_round_trips_with_artifacts_and_mirror(tree: Tree) -> None:
     r = root(tree)
     e = edit("L0", "relax_text", text="fused")

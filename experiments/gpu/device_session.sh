@@ -9,7 +9,9 @@
 #                                                  it outlives the call); GPU 0: smoke, GPU tests with
 #                                                  the 2-minute run beside them, the 23 subset runs
 #   bash experiments/gpu/device_session.sh call3   wait for / stop the tuning, then the table on every GPU
-#   bash experiments/gpu/device_session.sh opencl  the OpenCL plugin on NVIDIA's OpenCL, bench_opencl
+#   bash experiments/gpu/device_session.sh opencl  the OpenCL plugin on NVIDIA's OpenCL, bench_opencl (OCL_MS=N: with
+#                                                  the MetaSchedule-N column, tuned before by `opencl_tune`)
+#   bash experiments/gpu/device_session.sh opencl_tune  MetaSchedule-$TRIALS for the OpenCL tasks, one GPU per share
 #   bash experiments/gpu/device_session.sh STEP    one step: setup smoke tests run2m runs tune table
 #
 # With one GPU, call2 does not tune; call3 tunes first (nothing else on the GPU), then times.
@@ -147,17 +149,42 @@ case $what in
     s_table "$NGPU" "$(left)"
     tail -45 "$LOGS/table.log"
     ;;
-  opencl)
+  opencl|opencl_tune)
     export OCL_ICD_VENDORS=$WORK/icd CPATH=/usr/local/cuda/include${CPATH:+:$CPATH}
     mkdir -p "$OCL_ICD_VENDORS"; echo libnvidia-opencl.so.1 > "$OCL_ICD_VENDORS/nvidia.icd"
     # no package registry there: the CL headers come with CUDA, the TVM sources travel (.oclsrc in the copied tree,
     # a copy of ../shared/tvm-opencl), the ICD is the driver's
     export LEKA_TVM_OPENCL_SRC=${LEKA_TVM_OPENCL_SRC:-$here/.oclsrc}
     step opencl_build 150 python3 -m leka.cli opencl build --no-install-deps
-    step bench_opencl "$(left)" env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0 python3 experiments/bench_opencl.py --budget "${OPENCL_BUDGET:-15s}" \
-      --out "$WORK/opencl" ${OPENCL_ARGS:-}
-    mkdir -p "$LOGS/opencl"; cp "$WORK"/opencl/*.json "$WORK"/opencl/*.md "$LOGS/opencl/" 2>/dev/null; pack
-    tail -40 "$LOGS/bench_opencl.log"
+    # MetaSchedule-N: opencl_tune tunes (cached in $WORK/cache, which outlives a call while the machine stays
+    # up), a following `opencl` with OCL_MS=N reuses it and adds the column
+    if [ "$what" = opencl_tune ]; then
+      ms=(--tune-only --ms-trials "$TRIALS")
+    elif [ -n "${OCL_MS:-}" ]; then
+      ms=(--ms-trials "$OCL_MS")
+    else
+      ms=()
+    fi
+    # the subset's 23 OpenCL tasks dealt over the GPUs, one bench process and one GPU lock each
+    mapfile -t ids < <(python3 -c "from benchmark.subsets import load_subset; print('\n'.join(load_subset('subset69', 'opencl')))")
+    pids=()
+    for ((g = 0; g < NGPU; g++)); do
+      part=$(for ((i = g; i < ${#ids[@]}; i += NGPU)); do printf '%s,' "${ids[i]}"; done)
+      step "${what}_g$g" "$(left)" env CUDA_VISIBLE_DEVICES=$g LEKA_GPU_LOCK=/tmp/leka-gpu-lock-$g python3 experiments/bench_opencl.py \
+        --budget "${OPENCL_BUDGET:-15s}" --tasks "$part" --out "$WORK/opencl/g$g" --cache-dir "$WORK/cache" "${ms[@]}" & pids+=($!)
+    done
+    wait "${pids[@]}"
+    if [ "$what" = opencl_tune ]; then
+      tail -3 "$LOGS"/opencl_tune_g*.log; find "$WORK/cache/ms" -name DONE | wc -l; pack; exit 0
+    fi
+    mkdir -p "$LOGS/opencl"
+    for ((g = 0; g < NGPU; g++)); do cp "$(ls -t "$WORK"/opencl/g$g/*.json | head -1)" "$LOGS/opencl/g$g.json" 2>/dev/null; done
+    python3 experiments/bench_opencl.py --table "$(ls "$LOGS"/opencl/g*.json | paste -sd,)" --budget "${OPENCL_BUDGET:-15s}" \
+      --device local --label "NVIDIA OpenCL on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $NGPU GPU(s)" \
+      > "$LOGS/opencl/table.md" 2>&1
+    cp "$LOGS/opencl/table.md" "$OUT/opencl_table.md"; pack
+    cat "$LOGS/opencl/table.md"
+    tail -n 5 "$LOGS"/opencl_g*.log
     ;;
   setup) check_env ;;
   smoke) s_smoke ;;
