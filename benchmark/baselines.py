@@ -112,43 +112,51 @@ def tuned_executable(task: Task, root: ir.Root, backend: str, target, work_dir: 
     return A.build(A.unwrap_single_output(mod) if for_rpc else mod, target)
 
 
-def cached_executable(task: Task, backend: str, target, what: str, build, cache_dir: str | None = None):
-    """Optionally (LEKA_BASELINE_CACHE=1) keep the baseline as a shared library and load it afterwards,
-    saving the rebuild (seconds at Level 3). Off by default: measured A-vs-A on this CPU, a module
-    loaded from an exported .so ran up to 12% slower than the same module JIT-built in-process (the
-    candidate's path), which would bias every speedup; with both built the same way A/A is 1.00."""
-    if backend != "llvm" or os.environ.get("LEKA_BASELINE_CACHE", "0") != "1":
-        return build()
-    tkey = hashlib.sha256(json.dumps(A.target_json(target), sort_keys=True).encode()).hexdigest()[:8]
-    path = cache_root(cache_dir) / "baseline_so" / f"{task.id}-{task.digest}-{tkey}-{what}.so"
+def cached_executable(backend: str, target, what: str, mod, cache_dir: str | None = None, enabled: bool = True):
+    """The baseline's executable, built once per machine and kept as a shared library that later
+    evaluations load in milliseconds (a Level-3 baseline's build + link is seconds, and it used to run
+    beside every candidate's build). Keyed by the structural hash of the module it is built from, the
+    target and the TVM version, so any change to the import, the lowering or the schedules builds anew.
+    llvm only (GPU modules carry device code the host library would have to embed). Fidelity: the
+    candidate stays JIT-built in-process; a loaded library against the same module JIT-built measured
+    A/A 0.97-1.00 here (experiments/results/bench_evaluator.md measures it over the subset). An earlier
+    note saw "up to 12% slower", on a loaded machine; `evaluator.baseline_cache=false` builds in-process."""
+    if backend != "llvm" or not enabled:
+        return A.build(mod, target)
+    meta = json.dumps({"tvm": A.tvm_version(), "target": A.target_json(target), "what": what}, sort_keys=True)
+    key = hashlib.sha256(f"{meta}|{A.structural_hash(mod)}".encode()).hexdigest()[:24]
+    path = cache_root(cache_dir) / "baseline_so" / f"{what}-{key}.so"
     if path.exists():
         try:
             return A.load_module(str(path))
         except Exception:  # noqa: BLE001 - a damaged cache entry is rebuilt
             path.unlink(missing_ok=True)
-    ex = build()
+    ex = A.build(mod, target)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.so")
-    A.export_library(ex, str(tmp))
-    tmp.replace(path)
+    try:
+        A.export_library(ex, str(tmp))
+        tmp.replace(path)
+    except Exception:  # noqa: BLE001 - no linker here: this evaluation keeps its in-process build
+        tmp.unlink(missing_ok=True)
     return ex
 
 
 def prebuild(kind: str, *, task: Task, root: ir.Root, backend: str, target, ms_dir: str | None = None,
-             cache_dir: str | None = None) -> A.VMRunner | None:
+             cache_dir: str | None = None, so_cache: bool = True) -> A.VMRunner | None:
     """The baseline's VM for the TVM kinds (build + link: the slow part of a Level-3 evaluation, which
-    the evaluation child runs on a second thread while the candidate builds); None for the others."""
+    the evaluation child runs on a second thread while the candidate builds, and which `so_cache`
+    does once per machine: `cached_executable`); None for the others."""
     dev = A.device_for(backend)
     if kind == "untuned":
-        ex = cached_executable(task, backend, target, "untuned", lambda: ir.build_candidate(
-            ir.root_candidate(task, backend, root), target, root.params).executable, cache_dir)
-        return A.VMRunner(ex, dev)
+        mod = ir.lower_layers(ir.root_candidate(task, backend, root), target, root.params).scheduled
+        return A.VMRunner(cached_executable(backend, target, "untuned", mod, cache_dir, so_cache), dev)
     if kind == "tuned":
         if not ms_dir or not is_tuned(Path(ms_dir)):
             raise RuntimeError("no MetaSchedule database for this task: run `leka bench baseline` first")
-        ex = cached_executable(task, backend, target, f"tuned-{Path(ms_dir).name}",
-                               lambda: tuned_executable(task, root, backend, target, ms_dir), cache_dir)
-        return A.VMRunner(ex, dev)
+        mod = tuned_module(task, root, backend, target, ms_dir)
+        return A.VMRunner(cached_executable(backend, target, f"tuned-{Path(ms_dir).name}", mod, cache_dir,
+                                            so_cache), dev)
     return None
 
 
@@ -169,13 +177,14 @@ def vm_rotating_timer(runner: A.VMRunner, sets: list[list[np.ndarray]], *,
 
 def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, inputs: list[np.ndarray],
                model: Any, ms_dir: str | None = None, cache_dir: str | None = None,
-               runner: A.VMRunner | None = None, input_sets: list[list[np.ndarray]] | None = None) -> Timer:
+               runner: A.VMRunner | None = None, input_sets: list[list[np.ndarray]] | None = None,
+               so_cache: bool = True) -> Timer:
     """A Timer for the baseline, built in the evaluation child (or given prebuilt). With `input_sets`
     (two or more) its calls rotate through them exactly as the candidate's do; else `inputs`, fixed."""
     sets = input_sets if input_sets and len(input_sets) > 1 else None
     if kind in ("untuned", "tuned"):
         runner = runner or prebuild(kind, task=task, root=root, backend=backend, target=target, ms_dir=ms_dir,
-                                    cache_dir=cache_dir)
+                                    cache_dir=cache_dir, so_cache=so_cache)
         if sets:
             return vm_rotating_timer(runner, sets)
         return tvm_timer(runner, runner.to_device(inputs))

@@ -217,7 +217,7 @@ def build(st: JobState) -> bool:
     if job.get("time") and job.get("baseline") in ("untuned", "tuned") and cfg.get("overlap_baseline_build", True):
         st.base_prep = _Background(lambda: baselines.prebuild(
             job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
-            ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir")))
+            ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True)))
     t0 = time.perf_counter()
     try:
         st.built = ir.build_candidate(st.cand, st.target, st.root.params)
@@ -419,7 +419,8 @@ def time_step(st: JobState) -> bool:
                                 target=st.target, inputs=st.inputs_by_seed[0], model=st.model,
                                 ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"),
                                 runner=st.base_prep.result() if st.base_prep is not None else None,
-                                input_sets=st.inputs_by_seed[:n_sets] if n_sets > 1 else None)
+                                input_sets=st.inputs_by_seed[:n_sets] if n_sets > 1 else None,
+                                so_cache=cfg.get("baseline_cache", True))
     cand = _candidate_timer(st, n_sets)
     try:
         tm = timing.paired_timing(cand, base, cfg)
@@ -470,9 +471,14 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
     st = JobState(job=job, cfg=cfg, backend=job.get("backend", "llvm"), out_path=out_path,
                   res=EvalResult(task=job.get("task_id", "?"), backend=job.get("backend", "llvm"),
                                  baseline=job.get("baseline"), seeds=list(cfg["seeds"])))
+    phases: dict[str, float] = {}  # wall seconds per step: where an evaluation's time goes
+    st.res.extra["phase_s"] = phases
     try:
         for step in STEPS:
-            if not step(st):
+            t0 = time.perf_counter()
+            ok = step(st)
+            phases[step.__name__] = round(time.perf_counter() - t0, 3)
+            if not ok:
                 break
     except UserError as e:
         _err(st.res, "bad_input", str(e))

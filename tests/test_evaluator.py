@@ -44,6 +44,33 @@ def test_default_lowering_is_correct_and_timed(task, ev):
     assert res.max_abs_err is not None and res.max_abs_err < 1e-5
 
 
+def test_baseline_is_built_once_then_loaded(task, tmp_path):
+    """The untuned baseline is built and linked by the first evaluation only; later ones load the
+    library (same outputs), and `baseline_cache=false` leaves no library behind."""
+    import numpy as np
+
+    from benchmark import baselines
+    from benchmark.roots import load_root
+    from leka import tvm_adapter as A
+
+    root, target = load_root(task), A.make_target("llvm")
+    inputs = [t.numpy() for t in task.make_inputs(0)]
+    first = baselines.prebuild("untuned", task=task, root=root, backend="llvm", target=target, cache_dir=str(tmp_path))
+    libs = list((tmp_path / "baseline_so").glob("untuned-*.so"))
+    assert len(libs) == 1
+    stamp = libs[0].stat().st_mtime_ns
+    again = baselines.prebuild("untuned", task=task, root=root, backend="llvm", target=target, cache_dir=str(tmp_path))
+    assert libs[0].stat().st_mtime_ns == stamp  # loaded, not rebuilt
+    np.testing.assert_array_equal(first(*inputs)[0], again(*inputs)[0])
+    off = tmp_path / "off"
+    baselines.prebuild("untuned", task=task, root=root, backend="llvm", target=target, cache_dir=str(off),
+                       so_cache=False)
+    assert not (off / "baseline_so").exists()
+    res = Evaluator(EvaluatorConfig(timeout_s=60, timing_budget_s=0.5), cache_dir=str(tmp_path)).evaluate(task)
+    assert res.correct and res.speedup is not None, res.error
+    assert len(list((tmp_path / "baseline_so").glob("untuned-*.so"))) == 1  # the evaluation found it
+
+
 def test_hand_written_correct_candidate_file_passes(task, ev, tmp_path):
     # the root text, rewritten by hand as an agent would: relu(x)*w + x == max(x,0)*w + x
     text = ir.import_root(task).text.replace("R.nn.relu(x)", 'R.maximum(x, R.const(0.0, "float32"))')
