@@ -113,33 +113,18 @@ def tuned_executable(task: Task, root: ir.Root, backend: str, target, work_dir: 
 
 
 def cached_executable(backend: str, target, what: str, mod, cache_dir: str | None = None, enabled: bool = True):
-    """The baseline's executable, built once per machine and kept as a shared library that later
-    evaluations load in milliseconds (a Level-3 baseline's build + link is seconds, and it used to run
-    beside every candidate's build). Keyed by the structural hash of the module it is built from, the
-    target and the TVM version, so any change to the import, the lowering or the schedules builds anew.
-    llvm only (GPU modules carry device code the host library would have to embed). Fidelity: the
-    candidate stays JIT-built in-process; a loaded library against the same module JIT-built measured
-    A/A 0.97-1.00 here (experiments/results/bench_evaluator.md measures it over the subset). An earlier
-    note saw "up to 12% slower", on a loaded machine; `evaluator.baseline_cache=false` builds in-process."""
+    """The baseline's executable from the kernel cache (leka/tvm_adapter/kernel_cache.py): a Level-3
+    baseline's build used to run beside every candidate's build; now its kernels are compiled once
+    per machine (mostly by the root's evaluation, whose kernels they are) and loaded afterwards.
+    Candidate and baseline then both run kernels from shared libraries, so the A/A check compares
+    like with like. llvm only; `evaluator.baseline_cache=false` (or a module the cache cannot take)
+    builds it with tvm.compile in-process. `what` names the baseline in errors only."""
     if backend != "llvm" or not enabled:
         return A.build(mod, target)
-    meta = json.dumps({"tvm": A.tvm_version(), "target": A.target_json(target), "what": what}, sort_keys=True)
-    key = hashlib.sha256(f"{meta}|{A.structural_hash(mod)}".encode()).hexdigest()[:24]
-    path = cache_root(cache_dir) / "baseline_so" / f"{what}-{key}.so"
-    if path.exists():
-        try:
-            return A.load_module(str(path))
-        except Exception:  # noqa: BLE001 - a damaged cache entry is rebuilt
-            path.unlink(missing_ok=True)
-    ex = A.build(mod, target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.so")
     try:
-        A.export_library(ex, str(tmp))
-        tmp.replace(path)
-    except Exception:  # noqa: BLE001 - no linker here: this evaluation keeps its in-process build
-        tmp.unlink(missing_ok=True)
-    return ex
+        return A.build_with_kernel_cache(mod, target, str(cache_root(cache_dir) / "kernels"))[0]
+    except Exception:  # noqa: BLE001 - what the cache cannot take, tvm.compile builds
+        return A.build(mod, target)
 
 
 def prebuild(kind: str, *, task: Task, root: ir.Root, backend: str, target, ms_dir: str | None = None,

@@ -220,7 +220,13 @@ def build(st: JobState) -> bool:
             ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True)))
     t0 = time.perf_counter()
     try:
-        st.built = ir.build_candidate(st.cand, st.target, st.root.params)
+        # kernels compiled by earlier evaluations are loaded, not rebuilt; an export needs one
+        # whole library, so that build skips the cache
+        kc = (str(baselines.cache_root(job.get("cache_dir")) / "kernels")
+              if cfg.get("kernel_cache", True) and not job.get("export") else None)
+        st.built = ir.build_candidate(st.cand, st.target, st.root.params, kernel_cache=kc)
+        if st.built.kernels:
+            res.extra["kernels"] = st.built.kernels
     except Exception as e:  # noqa: BLE001 - a candidate that does not build is data
         res.build_s = time.perf_counter() - t0
         _err(res, "compile", _short(e))

@@ -134,7 +134,9 @@ def profile_built(built, dev_args, target, backend: str = "llvm", candidate=None
     asm_funcs: dict[str, str] | None = None
     if backend == "llvm" and _hot_is_scheduled(rows, funcs, sched, overridden):
         try:
-            asm_funcs = asm_functions(A.inspect_source(built.executable, "llvm", "asm"))
+            text = (A.kernel_asm(built.kernel_libs) if getattr(built, "kernel_libs", None)
+                    else A.inspect_source(built.executable, "llvm", "asm"))
+            asm_funcs = asm_functions(text)
         except Exception:  # noqa: BLE001 - ISA counts are evidence, never worth failing a profile over
             asm_funcs = None
     originals = _unscheduled_funcs(candidate, target) if overridden else {}

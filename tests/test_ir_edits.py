@@ -221,3 +221,26 @@ def test_export_drops_tvm_scope_saving_noise_only(tmp_path, capfd):
     assert (tmp_path / "best.so").stat().st_size > 0
     print("after export", file=sys.stderr)  # fd 2 is restored
     assert "after export" in capfd.readouterr().err
+
+
+def test_kernel_cache_builds_only_the_edited_kernel(folded, tmp_path):
+    """A candidate one L1 edit away from a built one compiles that kernel only; every output matches
+    tvm.compile's, and the profiler's assembly is there for the cached kernels too."""
+    c, x, ref, wd = folded
+    expand, _ = _names(c)
+    t, kc = A.make_target("llvm"), str(tmp_path / "kernels")
+    first = ir.build_candidate(c, t, kernel_cache=kc)
+    n = first.kernels["built"]
+    assert n >= 3 and first.kernels["cached"] == 0
+    again = ir.build_candidate(c, t, kernel_cache=kc)
+    assert again.kernels == {"cached": n, "built": 0}
+    o1 = edits.apply_edit(c, Edit(level="L1", kind="trace", target=expand,
+                                  payload={"trace": D.cpu_conv1x1_trace(16)}), workdir=wd)
+    edited = ir.build_candidate(o1.candidate, t, kernel_cache=kc)
+    assert edited.kernels == {"cached": n - 1, "built": 1}
+    for b in (first, again, edited):
+        y = A.VMRunner(b.executable, A.device_for("llvm"))(x)[0]
+        assert np.allclose(y, ref, atol=1e-4, rtol=1e-4)
+    assert expand in A.kernel_asm(edited.kernel_libs)  # the edited kernel's label in its assembly
+    plain = ir.build_candidate(o1.candidate, t)
+    assert not plain.kernels and not plain.kernel_libs  # no cache given: tvm.compile, as before

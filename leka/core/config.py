@@ -39,9 +39,12 @@ class EvaluatorConfig(_Section):
     max_spread: float = 0.10  # timing valid if IQR/median of the per-pair ratios is under this
     poison: bool = True  # run on poison inputs before each checked run, so stale buffers fail
     overlap_baseline_build: bool = True  # build the TVM baseline on a second thread during the candidate build
-    # a TVM baseline (llvm) is built once per machine and loaded from a shared library afterwards
-    # (benchmark/baselines.py cached_executable); false: built in every evaluation
+    # a TVM baseline (llvm) comes from the kernel cache: its kernels compiled once per machine
+    # (benchmark/baselines.py cached_executable); false: tvm.compile in every evaluation
     baseline_cache: bool = True
+    # compiled kernels (llvm) kept by structural hash and reused across candidates: a candidate builds
+    # only the kernels no earlier one had (leka/tvm_adapter/kernel_cache.py); false: tvm.compile each time
+    kernel_cache: bool = True
     # evaluations of this machine at once, across processes (benchmark/slots.py); 0 = no limit. A grid
     # with LLM jobs sets it so jobs waiting on a model do not hold a measuring core
     measure_slots: int = 0

@@ -189,13 +189,18 @@ class Built:
     applied_l1: list[str] = field(default_factory=list)
     applied_l2: list[str] = field(default_factory=list)
     extra_modules: list[Any] = field(default_factory=list)
+    kernel_libs: list[str] = field(default_factory=list)  # kernel-cached build: each kernel's library
+    kernels: dict[str, int] = field(default_factory=dict)  # kernel-cached build: {"cached": n, "built": n}
 
 
 def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None,
-                    l2_dir: str | Path | None = None, for_rpc: bool = False) -> Built:
+                    l2_dir: str | Path | None = None, for_rpc: bool = False,
+                    kernel_cache: str | None = None) -> Built:
     """L0 text -> bind -> lower -> L1 schedules (-> DLight on GPUs) -> L2 overrides -> compile.
     Raises on failure; the evaluator turns that into an EvalResult. `for_rpc` makes a main that
-    returns a 1-tuple return the tensor (RPC cannot index a remote tuple)."""
+    returns a 1-tuple return the tensor (RPC cannot index a remote tuple). `kernel_cache` (a folder;
+    llvm, no L2 objects): kernels compiled before are loaded from it, new ones built into it
+    (tvm_adapter/kernel_cache.py); the executable then cannot be exported (`export` builds anew)."""
     if c.target_opts:
         target = A.with_target_options(target, c.target_opts)
     layers = lower_layers(c, target, root_params)
@@ -212,6 +217,13 @@ def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | N
         missing = [k for k, n in post.hits.items() if n == 0]
         if missing:
             raise L2.L2Error(f"L2 kernel(s) {missing} not defined in the generated {backend} source")
+    elif kernel_cache and backend == "llvm" and not objects and not for_rpc:
+        try:
+            ex, hit, new, libs = A.build_with_kernel_cache(mod, target, kernel_cache)
+            return Built(executable=ex, lowered=mod, applied_l1=layers.applied_l1, applied_l2=applied_l2,
+                         kernel_libs=libs, kernels={"cached": hit, "built": new})
+        except Exception:  # noqa: BLE001 - whatever the cache cannot take, tvm.compile builds (and reports)
+            ex = A.build(mod, target)
     else:
         ex = A.build(mod, target)
     return Built(executable=ex, lowered=mod, applied_l1=layers.applied_l1, applied_l2=applied_l2,
