@@ -158,13 +158,26 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
             "per_pair_s": per_pair, "warmup_s": warm_s}
 
 
+def _spread(tbs: list[float], tcs: list[float]) -> float:
+    ratios = sorted(b / c for b, c in zip(tbs, tcs, strict=True) if c > 0)
+    if len(ratios) < 4:
+        return math.inf
+    q = statistics.quantiles(ratios, n=4)
+    med = statistics.median(ratios)
+    return (q[-1] - q[0]) / med if med > 0 else math.inf
+
+
 def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
     """A B A B ... (order alternating per pair), warm-up first; `number` per sample adapts so one
     sample lasts ~sample_s; the pair count fits timing_budget_s (`_plan`). The spread is IQR / median
-    of the per-pair ratios (range / median under 4 pairs; None for a single pair)."""
+    of the per-pair ratios (range / median under 4 pairs; None for a single pair). With
+    `settle_spread`, it stops early once `settle_pairs` pairs have a spread under it."""
     t0 = time.perf_counter()
     plan = _plan(cand, base, cfg)
     (nc, nb), (rc, rb), pairs = plan["number"], plan["repeats"], plan["pairs"]
+    # sequential stop: once `settle_pairs` pairs agree within `settle_spread` (IQR / median), the
+    # rest of the planned pairs add little; the spread bound for validity (max_spread) is unchanged
+    settle, settle_pairs = float(cfg.get("settle_spread", 0.0) or 0.0), int(cfg.get("settle_pairs", 7))
 
     def one(t: Timer, n: int, r: int) -> float:
         return min(t.sample(n) for _ in range(r))
@@ -179,6 +192,9 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, An
             tc = one(cand, nc, rc)
         tcs.append(tc)
         tbs.append(tb)
+        if settle and i + 1 >= settle_pairs and i + 1 < pairs and _spread(tbs, tcs) <= settle:
+            break  # the ratio has settled: more pairs would only spend the evaluation's time
+    pairs = len(tcs)
     ratios = sorted(b / c for b, c in zip(tbs, tcs, strict=True) if c > 0)
     med = statistics.median(ratios)
     spread: float | None

@@ -181,7 +181,8 @@ def _fixed(seconds: float, asked: list[int]) -> timing.Timer:
     return timing.Timer(sample, "fixed")
 
 
-@pytest.mark.parametrize(("budget", "pairs", "limited"), [(4.0, 1, True), (12.0, 2, True), (100.0, 15, False)])
+# 100 s: 15 pairs fit, but 7 identical ratios have settled (settle_spread), so timing stops there
+@pytest.mark.parametrize(("budget", "pairs", "limited"), [(4.0, 1, True), (12.0, 2, True), (100.0, 7, False)])
 def test_a_slow_program_gets_the_pairs_its_budget_allows(budget, pairs, limited):
     from leka.core.types import EvalResult
 
@@ -207,3 +208,17 @@ def test_a_fast_program_keeps_min_pairs_in_a_tiny_budget():
     tm = timing.paired_timing(_fixed(1e-4, asked), _fixed(2e-4, asked), cfg)
     assert tm["pairs"] == 3 and not tm["limited"] and tm["spread"] == 0.0
     assert tm["number"] == [100, 50] and tm["repeats"] == [3, 3]
+
+
+def test_timing_stops_once_settled_and_not_before():
+    import random
+
+    cfg = EvaluatorConfig(timing_budget_s=100.0).model_dump()
+    steady = timing.paired_timing(_fixed(1e-3, []), _fixed(2e-3, []), cfg)
+    assert steady["pairs"] == cfg["settle_pairs"] == 7 and steady["speedup"] == pytest.approx(2.0)
+    # a candidate whose time swings by +-30% from sample to sample never settles: every planned pair
+    rng = random.Random(0)
+    noisy = timing.paired_timing(timing.Timer(lambda n: 1e-3 * rng.uniform(0.7, 1.3)), _fixed(2e-3, []), cfg)
+    assert noisy["pairs"] == cfg["max_pairs"] == 15
+    off = timing.paired_timing(_fixed(1e-3, []), _fixed(2e-3, []), {**cfg, "settle_spread": 0.0})
+    assert off["pairs"] == 15

@@ -37,6 +37,9 @@ class EvaluatorConfig(_Section):
     # (EvalResult.n_pairs, timing_spread: None for one pair, extra["timing_limited"])
     timing_budget_s: float = 4.0
     max_spread: float = 0.10  # timing valid if IQR/median of the per-pair ratios is under this
+    # timing stops before max_pairs once settle_pairs pairs have a spread under settle_spread (0: never)
+    settle_spread: float = 0.03
+    settle_pairs: int = 7
     poison: bool = True  # run on poison inputs before each checked run, so stale buffers fail
     overlap_baseline_build: bool = True  # build the TVM baseline on a second thread during the candidate build
     # a TVM baseline (llvm) comes from the kernel cache: its kernels compiled once per machine
