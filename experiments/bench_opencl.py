@@ -76,8 +76,10 @@ def vs_metaschedule(task, run_dir: str, node: int, trials: int, cache_dir: str, 
                                                                            "cache_dir": cache_dir}),
                    cache_dir=cache_dir, device=cfg.device)
     r = ev.evaluate(task, cand)
+    # correct but untimed (the tuned baseline failed to build or run): the error still says why
     return {"ms_correct": r.correct, "ms_speedup": r.speedup if r.correct else None,
-            "ms_timing_valid": r.timing_valid, "ms_eval_error": (r.error or "")[:160] if not r.correct else None}
+            "ms_timing_valid": r.timing_valid,
+            "ms_eval_error": (r.error or "")[:160] if not r.correct or r.speedup is None else None}
 
 
 def one_task(tid: str, budget: float, out: str, device: str, configs: list[str] = (), ms_trials: int = 0,
