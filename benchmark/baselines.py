@@ -163,15 +163,16 @@ def vm_rotating_timer(runner: A.VMRunner, sets: list[list[np.ndarray]], *,
 def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, inputs: list[np.ndarray],
                model: Any, ms_dir: str | None = None, cache_dir: str | None = None,
                runner: A.VMRunner | None = None, input_sets: list[list[np.ndarray]] | None = None,
-               so_cache: bool = True) -> Timer:
+               so_cache: bool = True, check: Callable[[int, Any], None] | None = None) -> Timer:
     """A Timer for the baseline, built in the evaluation child (or given prebuilt). With `input_sets`
-    (two or more) its calls rotate through them exactly as the candidate's do; else `inputs`, fixed."""
+    (two or more) its calls rotate through them exactly as the candidate's do; else `inputs`, fixed.
+    `check(k, last_output)` runs after each sample, untimed, as the candidate's does."""
     sets = input_sets if input_sets and len(input_sets) > 1 else None
     if kind in ("untuned", "tuned"):
         runner = runner or prebuild(kind, task=task, root=root, backend=backend, target=target, ms_dir=ms_dir,
                                     cache_dir=cache_dir, so_cache=so_cache)
         if sets:
-            return vm_rotating_timer(runner, sets)
+            return vm_rotating_timer(runner, sets, check=check)
         return tvm_timer(runner, runner.to_device(inputs))
     if kind == "torch":
         import torch
@@ -182,7 +183,7 @@ def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, in
             with torch.no_grad():
                 return model(*tin)
 
-        return rotating_timer(call, tsets)
+        return rotating_timer(call, tsets, check=check if sets else None)
     if kind == "ort":
         sess, _ = ort_session(model, inputs)
         names = [i.name for i in sess.get_inputs()]

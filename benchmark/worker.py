@@ -413,6 +413,23 @@ def _candidate_timer(st: JobState, n_sets: int) -> timing.Timer:
     return baselines.vm_rotating_timer(runner, st.inputs_by_seed[:n_sets], check=check, guard=guard)
 
 
+def _baseline_check(st: JobState):
+    """The same untimed comparison after each baseline sample as after each candidate sample, its
+    verdict unused: the comparison reads outputs and references, and done after one arm's samples
+    only, it left the caches unlike for the two (A/A on memory-bound kernels: 0.86-0.94 with it on
+    the candidate alone, 0.97-1.01 with neither or both; experiments/results/bench_evaluator.md)."""
+    if not st.cfg.get("check_timed_outputs", True):
+        return None
+
+    def same_work(k: int, out) -> None:
+        is_torch = isinstance(out, torch.Tensor) or (
+            isinstance(out, (list, tuple)) and all(isinstance(o, torch.Tensor) for o in out))
+        outs = _flat_torch(out) if is_torch else [o.numpy() for o in A.flatten_outputs(out)]
+        compare(outs, st.refs_by_seed[k], st.atol, st.rtol)
+
+    return same_work
+
+
 def time_step(st: JobState) -> bool:
     """Paired, interleaved timing against the baseline in this one process."""
     job, cfg, res = st.job, st.cfg, st.res
@@ -426,7 +443,8 @@ def time_step(st: JobState) -> bool:
                                 ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"),
                                 runner=st.base_prep.result() if st.base_prep is not None else None,
                                 input_sets=st.inputs_by_seed[:n_sets] if n_sets > 1 else None,
-                                so_cache=cfg.get("baseline_cache", True))
+                                so_cache=cfg.get("baseline_cache", True),
+                                check=_baseline_check(st) if n_sets > 1 else None)
     cand = _candidate_timer(st, n_sets)
     try:
         tm = timing.paired_timing(cand, base, cfg)

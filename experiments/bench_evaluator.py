@@ -40,9 +40,16 @@ def main() -> None:
     ap.add_argument("--hi", type=float, default=1.03)
     ap.add_argument("--passes", type=int, default=1, help="evaluations per task in a row (2: cold, then warm)")
     ap.add_argument("--cache-dir", default=None, help="kernel / baseline / root cache (default .leka-cache)")
+    ap.add_argument("--set", action="append", default=[], help="evaluator field=value (repeatable), e.g. "
+                    "kernel_cache=false settle_spread=0 (the protocol before the kernel cache and early stop)")
     args = ap.parse_args()
     ids = [t for t in args.tasks.split(",") if t] or load_subset(args.subset, "llvm")
-    ev = Evaluator(EvaluatorConfig(), cache_dir=args.cache_dir)
+    import yaml
+
+    sets = {k: yaml.safe_load(v) for k, v in (kv.split("=", 1) for kv in args.set)}
+    ev = Evaluator(EvaluatorConfig(**sets), cache_dir=args.cache_dir)
+    if sets:
+        print(f"evaluator settings: {sets}")
     print(f"machine: {platform.node()}, {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     all_rows: list[list[dict]] = [[] for _ in range(args.passes)]
     t_all = time.time()
