@@ -52,7 +52,8 @@ def compute(task_path: str, seeds: list[int], refs_dir: str) -> None:
                 outs = _flat(model(*task.make_inputs(seed)))
             n = len(outs)
             for i, o in enumerate(outs):
-                np.save(d / f"{seed}_{i}.npy", np.ascontiguousarray(o))
+                # np.ascontiguousarray would make a 0-d output (a loss, a mean) 1-d
+                np.save(d / f"{seed}_{i}.npy", np.asarray(o, order="C"))
             del outs
             (d / f".{seed}.done").write_text(json.dumps({"n": n}))
             (d / f".{seed}.done").replace(d / f"{seed}.done")

@@ -72,6 +72,18 @@ def test_baseline_is_built_once_then_loaded(task, tmp_path):
     assert sorted((tmp_path / "kernels").glob("*.so")) == libs
 
 
+def test_a_scalar_output_is_compared_as_a_scalar(tmp_path):
+    """A loss (0-d output) against its reference: the stored reference keeps rank 0."""
+    f = tmp_path / "mse.py"
+    f.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                 "    def forward(self, p, t):\n        return torch.mean((p - t) ** 2)\n\n\n"
+                 "def get_inputs():\n    return [torch.randn(8, 64), torch.randn(8, 64)]\n\n\n"
+                 "def get_init_inputs():\n    return []\n")
+    res = Evaluator(EvaluatorConfig(timeout_s=120, timing_budget_s=0.3), cache_dir=str(tmp_path)).evaluate(
+        load_task_file(f))
+    assert res.correct, res.error
+
+
 def test_hand_written_correct_candidate_file_passes(task, ev, tmp_path):
     # the root text, rewritten by hand as an agent would: relu(x)*w + x == max(x,0)*w + x
     text = ir.import_root(task).text.replace("R.nn.relu(x)", 'R.maximum(x, R.const(0.0, "float32"))')

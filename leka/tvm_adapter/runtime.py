@@ -34,7 +34,7 @@ class VMRunner:
         self.vm = relax.VirtualMachine(ex, device)
 
     def to_device(self, arrays: Sequence[np.ndarray]) -> list:
-        return [tvm.runtime.tensor(np.ascontiguousarray(a), self.dev) for a in arrays]
+        return [tvm.runtime.tensor(np.asarray(a, order="C"), self.dev) for a in arrays]  # 0-d stays 0-d
 
     def run_device(self, dev_args: Sequence[Any]) -> list:
         return flatten_outputs(self.vm["main"](*dev_args))
