@@ -203,3 +203,18 @@ def test_llvm_subset_task_correct_untuned(tasks, tid):
     t = tasks[tid]
     out, ref = run_untuned(t)
     assert_matches(t, out, ref)
+
+
+def test_kernelbench_format_files_get_kernelbench_tolerance(tmp_path):
+    """No META: judged as KernelBench judges (allclose atol = rtol = 1e-2); a task with META keeps
+    the per-dtype default (fp32 1e-4)."""
+    from leka.core.task import load_task_file
+
+    body = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+            "        return x.sum()\n\n\ndef get_inputs():\n    return [torch.randn(4)]\n\n\n"
+            "def get_init_inputs():\n    return []\n")
+    (tmp_path / "kb.py").write_text(body)
+    (tmp_path / "ours.py").write_text(body + "\n\nMETA = {'level': 1}\n")
+    kb, ours = load_task_file(tmp_path / "kb.py"), load_task_file(tmp_path / "ours.py")
+    assert (kb.atol, kb.rtol) == (1e-2, 1e-2)
+    assert (ours.atol, ours.rtol) == (1e-4, 1e-4)

@@ -19,6 +19,11 @@ from leka.core.types import UserError
 DOMAINS = ("mobile", "robotics", "aiot")
 # fp32 default per docs/DESIGN.md ("Evaluator protocol"); fp16/bf16 are looser
 DEFAULT_TOL = {"float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2)}
+# a KernelBench-format file (no META) is judged as KernelBench judges it: torch.allclose(atol=1e-2,
+# rtol=1e-2). At KernelBench's sizes, fp32 reductions over millions of elements summed in another
+# order than PyTorch's differ by more than 1e-4 (untuned TVM's LayerNorm over 4M values: 1e-2 abs;
+# a mean over 0.5M: 2e-4 rel); the suite's tasks declare META and keep the per-dtype tolerances
+KERNELBENCH_TOL = (1e-2, 1e-2)
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ def load_task_file(path: str | Path) -> Task:
     if bad:
         raise UserError(f"{path}: unknown domain(s) {bad}; use {list(DOMAINS)}")
     dtype = meta.get("dtype", "float32")
-    atol, rtol = DEFAULT_TOL.get(dtype, DEFAULT_TOL["float32"])
+    atol, rtol = DEFAULT_TOL.get(dtype, DEFAULT_TOL["float32"]) if hasattr(mod, "META") else KERNELBENCH_TOL
     tol = meta.get("tolerance", {})
     if isinstance(tol, (int, float)):
         atol = rtol = float(tol)
