@@ -72,6 +72,11 @@ def test_derived_cap_grows_with_the_footprint_up_to_the_machine_share():
     assert "over the memory cap" in memory.refusal(big, None)
     assert memory.refusal(small, None) is None
     assert memory.cap_bytes(3.0, big) == (3 * 2**30, "evaluator.memory_cap_gb")  # the override is kept
+    # a margin over the need (CAP_FACTOR > NEED_FACTOR): a task that needs 3.2x of its footprint
+    # is not killed at 3x
+    mid = memory.Footprint(params=0, inputs=0, outputs=3 * 2**30)
+    if mid.allowance <= machine:
+        assert memory.cap_bytes(None, mid)[0] == mid.allowance > mid.need
 
 
 def test_chunked_compare_against_a_memory_mapped_reference(tmp_path):
