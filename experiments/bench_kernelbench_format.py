@@ -38,6 +38,8 @@ def stage(r: dict) -> str:
         return "timing" if r.get("speedup") else "check"
     if kind in ("import", "bad_input"):
         return f"refused ({kind})" if kind == "bad_input" else "import failed"
+    if kind in ("timeout", "oom", "crash", "no_result"):
+        return f"killed ({kind})"  # the child was stopped: what it had done is not known here
     if not r.get("compiled"):
         return "build failed"
     return f"check failed ({kind})" if kind else "check failed"
