@@ -28,6 +28,7 @@ import torch
 
 from benchmark import baselines, gpu_timing, memory, process_state, timing
 from benchmark import refs as refstore
+from benchmark.outputs import _flat_torch, _nbytes, _np, compare  # noqa: F401 - re-exported (rpc_runner, tests)
 from benchmark.roots import load_root
 from benchmark.task import load_task_file
 from leka import ir
@@ -43,21 +44,6 @@ def _err(res: EvalResult, kind: str, msg: str) -> EvalResult:
     return res
 
 
-def _np(t) -> np.ndarray:
-    return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-
-
-def _flat_torch(out) -> list[np.ndarray]:
-    if isinstance(out, torch.Tensor):
-        return [_np(out)]
-    if isinstance(out, (list, tuple)):
-        res: list[np.ndarray] = []
-        for o in out:
-            res.extend(_flat_torch(o))
-        return res
-    return [np.asarray(out)]
-
-
 def _short(e: BaseException) -> str:
     lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
     if not lines:
@@ -65,45 +51,6 @@ def _short(e: BaseException) -> str:
     # TVM's messages put the diagnostic last, after a C++ backtrace
     tail = lines[-1] if len(lines) > 3 and "Traceback" in str(e) else " | ".join(lines[:3])
     return f"{type(e).__name__}: {tail}"
-
-
-def compare(outs: list[np.ndarray], refs: list[np.ndarray], atol: float, rtol: float) -> tuple[str | None, str, float, float]:
-    """(error_kind or None, message, max_abs_err, max_rel_err). Chunk by chunk, so no full-size
-    float64 copy exists; a memory-mapped reference's compared chunks leave resident memory."""
-    if len(outs) != len(refs):
-        return "shape", f"candidate returned {len(outs)} output(s), reference {len(refs)}", math.nan, math.nan
-    max_abs = max_rel = 0.0
-    for i, (o, r) in enumerate(zip(outs, refs, strict=True)):
-        if o.shape != r.shape:
-            return "shape", f"output {i}: shape {o.shape}, expected {r.shape}", math.nan, math.nan
-        if o.dtype != r.dtype:
-            return "shape", f"output {i}: dtype {o.dtype}, expected {r.dtype}", math.nan, math.nan
-        of, rf = np.ravel(o), np.ravel(r)
-        step = refstore.CHUNK_BYTES // 8  # a chunk's float64 copies: a few CHUNK_BYTES at most
-        nonfinite = mismatched = 0
-        for lo in range(0, of.size, step):
-            oc, rc = of[lo:lo + step], rf[lo:lo + step]
-            if o.dtype.kind in "fc":
-                nonfinite += int((~np.isfinite(oc) & np.isfinite(rc)).sum())
-            oc64, rc64 = oc.astype(np.float64), rc.astype(np.float64)
-            diff = np.abs(oc64 - rc64)
-            fin = np.isfinite(diff)
-            if fin.any():
-                max_abs = max(max_abs, float(diff[fin].max()))
-                max_rel = max(max_rel, float((diff[fin] / (np.abs(rc64[fin]) + 1e-12)).max()))
-            mismatched += int((~np.isclose(oc64, rc64, atol=atol, rtol=rtol, equal_nan=True)).sum())
-            refstore.release(r, lo * r.dtype.itemsize, (lo + oc.size) * r.dtype.itemsize)
-        if nonfinite:
-            return "nan", f"output {i}: {nonfinite} NaN/Inf value(s) where the reference is finite", math.nan, math.nan
-        if mismatched:
-            return ("mismatch", f"output {i}: {mismatched} of {o.size} values outside atol={atol:g} rtol={rtol:g} "
-                    f"(max abs err {max_abs:.3g})", max_abs, max_rel)
-    return None, "", max_abs, max_rel
-
-
-
-def _nbytes(arrays) -> int:
-    return int(sum(np.asarray(a).nbytes for a in arrays))
 
 
 class _Background:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("leka", "agents", "candidate_tree", "profilers", "benchmark", "experiments")
-EXCLUDE = ("benchmark/tasks/",)
+EXCLUDE = ("benchmark/tasks/", "experiments/results/", "experiments/out/")  # task files; run outputs (IR as written)
 
 
 def sizes(max_module: int, max_function: int) -> list[tuple[str, str, int]]:
