@@ -112,13 +112,13 @@ def tuned_executable(task: Task, root: ir.Root, backend: str, target, work_dir: 
     return A.build(A.unwrap_single_output(mod) if for_rpc else mod, target)
 
 
-def cached_executable(backend: str, target, what: str, mod, cache_dir: str | None = None, enabled: bool = True):
+def cached_executable(backend: str, target, mod, cache_dir: str | None = None, enabled: bool = True):
     """The baseline's executable from the kernel cache (leka/tvm_adapter/kernel_cache.py): a Level-3
     baseline's build used to run beside every candidate's build; now its kernels are compiled once
     per machine (mostly by the root's evaluation, whose kernels they are) and loaded afterwards.
     Candidate and baseline then both run kernels from shared libraries, so the A/A check compares
     like with like. llvm only; `evaluator.baseline_cache=false` (or a module the cache cannot take)
-    builds it with tvm.compile in-process. `what` names the baseline in errors only."""
+    builds it with tvm.compile in-process."""
     if backend != "llvm" or not enabled:
         return A.build(mod, target)
     try:
@@ -135,13 +135,12 @@ def prebuild(kind: str, *, task: Task, root: ir.Root, backend: str, target, ms_d
     dev = A.device_for(backend)
     if kind == "untuned":
         mod = ir.lower_layers(ir.root_candidate(task, backend, root), target, root.params).scheduled
-        return A.VMRunner(cached_executable(backend, target, "untuned", mod, cache_dir, so_cache), dev)
+        return A.VMRunner(cached_executable(backend, target, mod, cache_dir, so_cache), dev)
     if kind == "tuned":
         if not ms_dir or not is_tuned(Path(ms_dir)):
             raise RuntimeError("no MetaSchedule database for this task: run `leka bench baseline` first")
         mod = tuned_module(task, root, backend, target, ms_dir)
-        return A.VMRunner(cached_executable(backend, target, f"tuned-{Path(ms_dir).name}", mod, cache_dir,
-                                            so_cache), dev)
+        return A.VMRunner(cached_executable(backend, target, mod, cache_dir, so_cache), dev)
     return None
 
 
