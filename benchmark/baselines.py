@@ -128,50 +128,53 @@ def cached_executable(backend: str, target, mod, cache_dir: str | None = None, e
 
 
 def prebuild(kind: str, *, task: Task, root: ir.Root, backend: str, target, ms_dir: str | None = None,
-             cache_dir: str | None = None, so_cache: bool = True) -> A.VMRunner | None:
+             cache_dir: str | None = None, so_cache: bool = True, memory_cfg: str | None = None) -> A.VMRunner | None:
     """The baseline's VM for the TVM kinds (build + link: the slow part of a Level-3 evaluation, which
     the evaluation child runs on a second thread while the candidate builds, and which `so_cache`
     does once per machine: `cached_executable`); None for the others."""
     dev = A.device_for(backend)
     if kind == "untuned":
         mod = ir.lower_layers(ir.root_candidate(task, backend, root), target, root.params).scheduled
-        return A.VMRunner(cached_executable(backend, target, mod, cache_dir, so_cache), dev)
+        return A.VMRunner(cached_executable(backend, target, mod, cache_dir, so_cache), dev, memory_cfg=memory_cfg)
     if kind == "tuned":
         if not ms_dir or not is_tuned(Path(ms_dir)):
             raise RuntimeError("no MetaSchedule database for this task: run `leka bench baseline` first")
         mod = tuned_module(task, root, backend, target, ms_dir)
-        return A.VMRunner(cached_executable(backend, target, mod, cache_dir, so_cache), dev)
+        return A.VMRunner(cached_executable(backend, target, mod, cache_dir, so_cache), dev, memory_cfg=memory_cfg)
     return None
 
 
 def vm_rotating_timer(runner: A.VMRunner, sets: list[list[np.ndarray]], *,
                       check: Callable[[int, Any], None] | None = None, guard: Callable[[], None] | None = None,
-                      cache_dir: str | None = None) -> Timer:
+                      cache_dir: str | None = None, hold: int | None = None) -> Timer:
     """A VM's main, its calls rotating through `sets`: in the C++ loop (`looped_timer`, no Python between
     calls), or in a Python loop (`rotating_timer`) where the loop cannot be compiled; `Timer.kind` says which.
+    `hold` outputs stay alive (default `call_loop.hold_for(len(sets))`; memory.TimingPlan's lean timing: 0).
     The loop's library goes to `cache_dir` (default: LEKA_CACHE or .leka-cache, as `cache_root`)."""
     dev_sets = [runner.to_device(x) for x in sets]
+    hold = A.call_loop.hold_for(len(dev_sets)) if hold is None else hold
     try:
-        run = runner.rotating_loop(dev_sets, str(cache_root(cache_dir)))
+        run = runner.rotating_loop(dev_sets, str(cache_root(cache_dir)), hold=hold)
     except A.CallLoopUnavailable:
         return rotating_timer(runner.vm["main"], dev_sets, check=check, guard=guard, sync=runner.dev.sync,
-                              hold=A.call_loop.hold_for(len(dev_sets)))
+                              hold=hold)
     return looped_timer(run, len(dev_sets), check=check, guard=guard, sync=runner.dev.sync)
 
 
 def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, inputs: list[np.ndarray],
                model: Any, ms_dir: str | None = None, cache_dir: str | None = None,
                runner: A.VMRunner | None = None, input_sets: list[list[np.ndarray]] | None = None,
-               so_cache: bool = True, check: Callable[[int, Any], None] | None = None) -> Timer:
+               so_cache: bool = True, check: Callable[[int, Any], None] | None = None,
+               hold: int | None = None, memory_cfg: str | None = None) -> Timer:
     """A Timer for the baseline, built in the evaluation child (or given prebuilt). With `input_sets`
     (two or more) its calls rotate through them exactly as the candidate's do; else `inputs`, fixed.
     `check(k, last_output)` runs after each sample, untimed, as the candidate's does."""
     sets = input_sets if input_sets and len(input_sets) > 1 else None
     if kind in ("untuned", "tuned"):
         runner = runner or prebuild(kind, task=task, root=root, backend=backend, target=target, ms_dir=ms_dir,
-                                    cache_dir=cache_dir, so_cache=so_cache)
+                                    cache_dir=cache_dir, so_cache=so_cache, memory_cfg=memory_cfg)
         if sets:
-            return vm_rotating_timer(runner, sets, check=check)
+            return vm_rotating_timer(runner, sets, check=check, hold=hold)
         return tvm_timer(runner, runner.to_device(inputs))
     if kind == "torch":
         import torch

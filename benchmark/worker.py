@@ -102,6 +102,7 @@ class JobState:
     ref_model: Any = None  # the model computing references in this process (no reference process)
     seeds: list[int] = field(default_factory=list)  # the checked seeds, the fresh one last
     footprint: Any = None  # memory.Footprint of the task
+    plan: Any = None  # memory.TimingPlan: how the timing holds memory (lean for outputs near the cap)
     # inputs and references of the first seeds (those the timing rotates through; the references
     # memory-mapped from the reference process's files where there is one)
     inputs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
@@ -147,6 +148,11 @@ def prepare(st: JobState) -> bool:
                else ir.root_candidate(task, st.backend, st.root))
     st.target = A.make_target(st.backend)
     st.gpu = get_backend(st.backend).cuda
+    # the GPU's timing holds no rotating outputs (gpu_timing): its VMs keep TVM's default allocator
+    st.plan = (memory.timing_plan(st.footprint, cap_gb, cfg.get("timing_memory", "auto")) if not st.gpu
+               else memory.STANDARD)
+    if st.plan.lean:
+        res.extra["timing_memory"] = st.plan.why
     if st.gpu:
         A.cuda_runtime_setup()
     return True
@@ -164,7 +170,8 @@ def build(st: JobState) -> bool:
     if job.get("time") and job.get("baseline") in ("untuned", "tuned") and cfg.get("overlap_baseline_build", True):
         st.base_prep = _Background(lambda: baselines.prebuild(
             job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
-            ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True)))
+            ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True),
+            memory_cfg=st.plan.memory_cfg))
     t0 = time.perf_counter()
     try:
         # kernels compiled by earlier evaluations are loaded, not rebuilt; an export needs one
@@ -186,7 +193,7 @@ def build(st: JobState) -> bool:
         st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
     if st.gpu:
         _hold_gpu(st, dev)
-    st.runner = A.VMRunner(st.built.executable, dev)
+    st.runner = A.VMRunner(st.built.executable, dev, memory_cfg=st.plan.memory_cfg)
     return True
 
 
@@ -223,13 +230,16 @@ def _host_view(t) -> np.ndarray:
         return t.numpy()
 
 
-def _run_candidate(st: JobState, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+def _run_candidate(st: JobState, seed: int, first: bool) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
     """(inputs, outputs) of one checked run; None once the failure is in res. The outputs are views of
     the candidate's own output tensors where the device is the CPU (one output set in memory)."""
     runner, res = st.runner, st.res
     inputs = [_np(t) for t in st.task.make_inputs(seed)]
-    if st.cfg.get("poison", True):
-        # stale buffers from a run on other valid inputs must not pass as this seed's output
+    if st.cfg.get("poison", True) and first:
+        # stale buffers from a run on other valid inputs must not pass as this seed's output. Only the
+        # first seed needs a run of its own for that: each later seed's run follows the previous
+        # seed's, on other valid inputs, whose outputs are dropped once compared (a program of tens of
+        # seconds spent 3 of its 8 checked calls on poison runs: bench_kernelbench_format.md)
         poison = [_np(t) for t in st.task.make_inputs(seed + 7919)]
         try:
             runner.run_device(runner.to_device(poison))
@@ -266,12 +276,12 @@ def check(st: JobState) -> bool:
     in this process comes after the candidate's run of its seed."""
     res, t0 = st.res, time.perf_counter()
     seeds = st.seeds or _check_seeds(st)
-    keep = max(1, int(st.cfg.get("timing_input_sets", 2)))
+    keep = _timing_sets(st, len(seeds))
     st.guard = process_state.Guard() if st.cfg.get("process_check", True) else None
     max_abs = max_rel = 0.0
     out_bytes = 0
     for n, seed in enumerate(seeds):
-        got = _run_candidate(st, seed)
+        got = _run_candidate(st, seed, first=n == 0)
         if got is None or not _guard_ok(st, f"seed {seed}"):
             res.check_s = time.perf_counter() - t0
             return False
@@ -338,10 +348,13 @@ def profile_export(st: JobState) -> bool:
     return True
 
 
-def _timing_sets(st: JobState) -> int:
-    """How many of the checked input sets the timing rotates through (1 = one fixed set, TVM's loop)."""
+def _timing_sets(st: JobState, available: int | None = None) -> int:
+    """How many of the checked input sets the timing rotates through (1 = one fixed set, TVM's loop):
+    evaluator.timing_input_sets, or the lean plan's (memory.TimingPlan); at most those checked."""
     k = int(st.cfg.get("timing_input_sets", 2))
-    return max(1, min(k, len(st.inputs_by_seed)))
+    if st.plan is not None and st.plan.n_sets and k > 1:
+        k = max(k, st.plan.n_sets)
+    return max(1, min(k, len(st.inputs_by_seed) if available is None else available))
 
 
 def _candidate_timer(st: JobState, n_sets: int) -> timing.Timer:
@@ -350,14 +363,15 @@ def _candidate_timer(st: JobState, n_sets: int) -> timing.Timer:
         return timing.tvm_timer(runner, runner.to_device(st.inputs_by_seed[0]))
 
     def check_out(k: int, out) -> None:
-        outs = [o.numpy() for o in A.flatten_outputs(out)]
+        outs = [_host_view(o) for o in A.flatten_outputs(out)]  # no copy on the CPU: one output set less
         kind, msg, _, _ = compare(outs, st.refs_by_seed[k], st.atol, st.rtol)
         if kind:
             raise timing.StaleOutput(f"the last timed call of a sample, on input set {k}: {msg}")
 
     check = check_out if st.cfg.get("check_timed_outputs", True) else None
     guard = st.guard.check if st.guard is not None else None
-    return baselines.vm_rotating_timer(runner, st.inputs_by_seed[:n_sets], check=check, guard=guard)
+    return baselines.vm_rotating_timer(runner, st.inputs_by_seed[:n_sets], check=check, guard=guard,
+                                       hold=st.plan.hold if st.plan is not None else None)
 
 
 def _baseline_check(st: JobState):
@@ -371,7 +385,7 @@ def _baseline_check(st: JobState):
     def same_work(k: int, out) -> None:
         is_torch = isinstance(out, torch.Tensor) or (
             isinstance(out, (list, tuple)) and all(isinstance(o, torch.Tensor) for o in out))
-        outs = _flat_torch(out) if is_torch else [o.numpy() for o in A.flatten_outputs(out)]
+        outs = _flat_torch(out) if is_torch else [_host_view(o) for o in A.flatten_outputs(out)]
         compare(outs, st.refs_by_seed[k], st.atol, st.rtol)
 
     return same_work
@@ -391,7 +405,9 @@ def time_step(st: JobState) -> bool:
                                 runner=st.base_prep.result() if st.base_prep is not None else None,
                                 input_sets=st.inputs_by_seed[:n_sets] if n_sets > 1 else None,
                                 so_cache=cfg.get("baseline_cache", True),
-                                check=_baseline_check(st) if n_sets > 1 else None)
+                                check=_baseline_check(st) if n_sets > 1 else None,
+                                hold=st.plan.hold if st.plan is not None else None,
+                                memory_cfg=st.plan.memory_cfg if st.plan is not None else None)
     cand = _candidate_timer(st, n_sets)
     try:
         tm = timing.paired_timing(cand, base, cfg)

@@ -54,6 +54,23 @@ def test_large_outputs_are_checked_seed_by_seed_within_a_small_cap(tmp_path):
     assert res.peak_memory_bytes >= out
 
 
+def test_outputs_near_the_cap_are_timed_lean_within_it(tmp_path):
+    # timed, the same task held 6 output sets in TVM's pool (the C++ loop's ring of two per arm): over
+    # 1.25 GiB. Lean: naive allocator, no ring, 3 input sets, within the check's bound
+    task = _task(tmp_path, 4096, 8192)
+    cap_gb = 1.25
+    fp = memory.Footprint(params=0, inputs=(4096 * 16 + 16 * 8192) * 4, outputs=4096 * 8192 * 4)
+    assert memory.timing_plan(fp, cap_gb).lean and not memory.timing_plan(fp, 4.0).lean
+    assert not memory.timing_plan(fp, cap_gb, "standard").lean and memory.timing_plan(fp, 4.0, "lean").lean
+    ev = Evaluator(EvaluatorConfig(timeout_s=300, memory_cap_gb=cap_gb, timing_budget_s=1.0),
+                   cache_dir=str(tmp_path / "cache"))
+    res = ev.evaluate(task)
+    assert res.correct and res.speedup and res.speedup > 0, (res.error_kind, res.error)
+    assert "lean timing" in res.extra["timing_memory"] and res.extra["timing_input_sets"] == 3
+    assert res.peak_rss_bytes <= memory.BASE_BYTES + memory.NEED_FACTOR * (fp.inputs + fp.outputs), \
+        res.peak_rss_bytes / 2**30
+
+
 def test_task_that_cannot_fit_is_refused_in_one_line(tmp_path):
     task = _task(tmp_path, 16384, 16384)  # a 1 GiB output: about 3.8 GiB needed
     ev = Evaluator(EvaluatorConfig(timeout_s=300, memory_cap_gb=2.0), cache_dir=str(tmp_path / "cache"))

@@ -76,7 +76,7 @@ extern "C" int32_t ENTRY(float* x, float* w, float* out) {
   return 0;
 }
 """
-# computes for the checked runs (4 seeds, each after a poison run), then stops writing its output
+# computes for the checked runs (a poison run and 4 seeds) and the warm-up, then stops writing its output
 STOPS = HEAD + COMPUTE + r"""
 static long calls = 0;
 extern "C" int32_t ENTRY(float* x, float* w, float* out) {
@@ -297,6 +297,21 @@ def test_kernel_that_stops_computing_once_timing_starts_is_stale(task, root, tmp
     assert "input set" in res.error
     old = _ev(tmp_path, **OLD).evaluate(task, cand)  # one input set, nothing checked: it timed nothing
     assert old.correct and old.error_kind in (None, "timing_invalid"), (old.error_kind, old.error)
+
+
+def test_lean_timing_keeps_the_output_buffer_defences(task, root, tmp_path):
+    """The lean timing of outputs near the memory cap (naive allocator, no held outputs, 3 input sets;
+    benchmark/memory.py) forced on the tiny task, whose outputs are too small for fresh zeroed pages:
+    the rotation alone still gives each call a buffer that held another set's result."""
+    reps = 400
+    lean = _ev(tmp_path, timing_memory="lean")
+    r_honest = lean.evaluate(task, _cand(task, root, HONEST, "lean_honest", reps=reps))
+    r_peek = lean.evaluate(task, _cand(task, root, PEEK, "lean_peek", reps=reps))
+    assert r_honest.correct and r_peek.correct, (r_honest.error, r_peek.error)
+    assert r_peek.extra["timing_input_sets"] == 3 and "lean timing" in r_peek.extra["timing_memory"]
+    assert r_peek.speedup < 3 * r_honest.speedup, (r_peek.speedup, r_honest.speedup)
+    stops = _ev(tmp_path, static_check=False, timing_memory="lean").evaluate(task, _cand(task, root, STOPS, "lean_stops"))
+    assert stops.error_kind == "stale_output" and not stops.correct, (stops.error_kind, stops.error)
 
 
 def test_background_thread_kernel_fails_at_runtime_too(task, root, tmp_path):

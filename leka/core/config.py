@@ -40,7 +40,7 @@ class EvaluatorConfig(_Section):
     # timing stops before max_pairs once settle_pairs pairs have a spread under settle_spread (0: never)
     settle_spread: float = 0.03
     settle_pairs: int = 7
-    poison: bool = True  # run on poison inputs before each checked run, so stale buffers fail
+    poison: bool = True  # a run on poison inputs before the first checked run (each later one follows another seed's), so stale buffers fail
     overlap_baseline_build: bool = True  # build the TVM baseline on a second thread during the candidate build
     # a TVM baseline (llvm) comes from the kernel cache: its kernels compiled once per machine
     # (benchmark/baselines.py cached_executable); false: tvm.compile in every evaluation
@@ -54,6 +54,9 @@ class EvaluatorConfig(_Section):
     # integrity (issue 13, docs/threat_model.md)
     timing_input_sets: int = 2  # timed calls alternate between this many checked input sets; 1 = one fixed set
     check_timed_outputs: bool = True  # the last output of each timing sample is checked (stale_output)
+    # how the timing holds outputs (benchmark/memory.py TimingPlan): auto = lean only where TVM's pooled
+    # allocator and the held outputs would pass the memory cap (outputs of GiB); standard; lean
+    timing_memory: Literal["auto", "standard", "lean"] = "auto"
     fresh_seed: bool = True  # one more checked seed, drawn per evaluation
     static_check: bool = True  # L2 sources are scanned before the build (illegal_source)
     process_check: bool = True  # process-wide settings checked after each candidate run (process_state)

@@ -28,10 +28,13 @@ def flatten_outputs(out) -> list:
 class VMRunner:
     """A built Relax executable on one device: run on numpy inputs, time without Python overhead."""
 
-    def __init__(self, ex, device):
+    def __init__(self, ex, device, memory_cfg: str | None = None):
+        """`memory_cfg`: the VM's allocator, "pooled" (TVM's default: freed buffers stay in a pool for
+        reuse) or "naive" (each buffer allocated and freed: memory goes back as soon as nothing holds it)."""
         self.ex = ex
         self.dev = device
-        self.vm = relax.VirtualMachine(ex, device)
+        self.memory_cfg = memory_cfg
+        self.vm = relax.VirtualMachine(ex, device, memory_cfg=memory_cfg)
 
     def to_device(self, arrays: Sequence[np.ndarray]) -> list:
         return [tvm.runtime.tensor(np.asarray(a, order="C"), self.dev) for a in arrays]  # 0-d stays 0-d
@@ -47,10 +50,12 @@ class VMRunner:
         te = self.vm.time_evaluator("main", self.dev, number=number, repeat=1, min_repeat_ms=0)
         return float(te(*dev_args).mean)
 
-    def rotating_loop(self, dev_sets: Sequence[Sequence[Any]], cache_dir: str | None = None):
+    def rotating_loop(self, dev_sets: Sequence[Sequence[Any]], cache_dir: str | None = None,
+                      hold: int | None = None):
         """`run(number, k)`: `number` back-to-back calls of main in C++ (no Python between them), call i
-        on `dev_sets[(k + i) % K]`; returns the last output. CallLoopUnavailable without a compiler."""
-        return call_loop.rotating_loop(self.vm["main"], dev_sets, cache_dir)
+        on `dev_sets[(k + i) % K]`; returns the last output; `hold` as `call_loop.rotating_loop`.
+        CallLoopUnavailable without a compiler."""
+        return call_loop.rotating_loop(self.vm["main"], dev_sets, cache_dir, hold=hold)
 
     def profile_kernels(self, dev_args: Sequence[Any], repeat: int = 5, warmup: int = 1) -> tuple[list[dict], float]:
         """Per VM call (kernels and builtins): seconds per iteration and call count, plus the total.
