@@ -252,9 +252,14 @@ class LocalFuture:
         on_gpu = Path(self.out_path + ".gpu")
         died_on_gpu = on_gpu.exists()
         on_gpu.unlink(missing_ok=True)
+        step = Path(self.out_path + ".step")
+        during = step.read_text().strip() if step.exists() else ""
+        step.unlink(missing_ok=True)
         if kill_kind:
             p.unlink(missing_ok=True)
-            return EvalResult(**base, error_kind=kill_kind, error=kill_msg), None
+            if during:  # where it was: a kill in the timing is not one in the check
+                kill_msg = f"{kill_msg}, during the {during} step"
+            return EvalResult(**base, error_kind=kill_kind, error=kill_msg, extra={"killed_in": during}), None
         if not p.exists():
             code = self.proc.exitcode
             how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"

@@ -463,6 +463,8 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
     try:
         for step in STEPS:
             t0 = time.perf_counter()
+            # the step under way, for the runner's message when it kills this child (timeout, memory)
+            Path(out_path + ".step").write_text(step.__name__)
             ok = step(st)
             phases[step.__name__] = round(time.perf_counter() - t0, 3)
             if not ok:

@@ -39,7 +39,8 @@ def stage(r: dict) -> str:
     if kind in ("import", "bad_input"):
         return f"refused ({kind})" if kind == "bad_input" else "import failed"
     if kind in ("timeout", "oom", "crash", "no_result"):
-        return f"killed ({kind})"  # the child was stopped: what it had done is not known here
+        during = (r.get("extra") or {}).get("killed_in")  # the step it was in (the runner's .step marker)
+        return f"killed ({kind}{', in ' + during if during else ''})"
     if not r.get("compiled"):
         return "build failed"
     return f"check failed ({kind})" if kind else "check failed"

@@ -117,6 +117,7 @@ def test_hang_becomes_timeout(task, tmp_path):
     ev = Evaluator(EvaluatorConfig(timeout_s=12), cache_dir=str(tmp_path))
     res = ev.evaluate(task, _cand(task, "hang"), time_it=False)
     assert res.error_kind == "timeout" and not res.correct
+    assert res.error.endswith("during the check step") and res.extra["killed_in"] == "check", res.error
     assert 12 <= res.wall_s < 40
     # and the evaluator goes on
     assert ev.evaluate(task, time_it=False).correct
@@ -126,6 +127,7 @@ def test_memory_cap_becomes_oom(task, tmp_path):
     ev = Evaluator(EvaluatorConfig(timeout_s=120, memory_cap_gb=1.5), cache_dir=str(tmp_path))
     res = ev.evaluate(task, _cand(task, "over_memory"), time_it=False)
     assert res.error_kind == "oom", (res.error_kind, res.error)
+    assert "during the check step" in res.error, res.error
 
 
 @pytest.mark.parametrize("source", ["tiny_task.py", "resnet_block_task.py"])
