@@ -37,6 +37,9 @@ from agents.l1_cuda import cuda_variants
 from leka import tvm_adapter as A
 from leka.core.protocols import AgentContext
 from leka.core.types import Edit, edit_digest
+from leka.ir.edits import target_for, trace_error
+
+BATCH_MIN = 4  # unscheduled kernels (distinct structures) before a batched L1 edit is proposed
 
 GEMM_KINDS = ("matmul", "batch_matmul", "conv", "depthwise_conv")
 
@@ -298,6 +301,7 @@ class RuleL1Agent:
         self.backend = backend
         self.max_kernels = max_kernels
         self.root_params = root_params
+        self._memo: dict[tuple, list[tuple[str, list[dict[str, Any]]]]] = {}
 
     def _target(self, context: AgentContext):
         if self.backend == "llvm":
@@ -328,6 +332,52 @@ class RuleL1Agent:
             res = [res[0]] + tail
         return res
 
+    def _variants(self, func, name: str, lanes: int, seed: int) -> list[tuple[str, list[dict[str, Any]]]]:
+        key = (A.structural_hash(func), name, lanes, seed)
+        if key not in self._memo:  # the batch and the single edits ask for the same kernels
+            self._memo[key] = self.variants_for(func, name, lanes, seed)
+        return self._memo[key]
+
+    def _first_compiling(self, func, name: str, lanes: int, seed: int, target) -> list[dict[str, Any]] | None:
+        """The first of the kernel's first two variants that a trace edit accepts (some legal traces do
+        not compile: one such kernel would sink a whole batch)."""
+        key = ("ok", A.structural_hash(func), name, lanes, seed)
+        if key not in self._memo:
+            ok = [steps for _why, steps in self._variants(func, name, lanes, seed)[:2]
+                  if trace_error(func, steps, target, name) is None][:1]
+            self._memo[key] = [("", ok[0])] if ok else []
+        got = self._memo[key]
+        return got[0][1] if got else None
+
+    def _batch(self, funcs, ranked, scheduled: set[str], lanes: int, context: AgentContext,
+               target) -> Edit | None:
+        """One edit scheduling the hottest unscheduled kernels at once (each its first-choice variant,
+        one per distinct structure: identical kernels share an L1 entry), when at least BATCH_MIN are
+        unscheduled; None otherwise or once tried."""
+        n = int(context.extra.get("l1_batch", 0) or 0)
+        if n <= 0:
+            return None
+        traces: dict[str, list[dict[str, Any]]] = {}
+        seen: set[str] = set()
+        for name, _score in ranked:
+            if len(traces) >= n:
+                break
+            if name in scheduled:
+                continue
+            key = A.structural_hash(funcs[name])
+            if key in seen:
+                continue
+            steps = self._first_compiling(funcs[name], name, lanes, context.seed, target)
+            if steps is not None:
+                seen.add(key)
+                traces[name] = steps
+        if len(traces) < BATCH_MIN:
+            return None
+        e = Edit(level="L1", kind="traces", target=next(iter(traces)), payload={"traces": traces},
+                 rationale=f"{len(traces)} hottest unscheduled kernels at once, each its first-choice "
+                           f"schedule ({', '.join(list(traces)[:4])}{', ...' if len(traces) > 4 else ''})")
+        return None if edit_digest(e) in context.tried else e
+
     def propose(self, candidate, context: AgentContext) -> list[Edit]:
         target = self._target(context)
         lanes = context.vector_lanes or (A.vector_lanes_fp32(target) if self.backend == "llvm" else 4)
@@ -335,13 +385,16 @@ class RuleL1Agent:
         scheduled = {n for n, f in funcs.items() if A.structural_hash(f) in candidate.l1}
         ranked = rank_kernels(funcs, context.profile, scheduled)
         edits: list[Edit] = []
+        batch = self._batch(funcs, ranked, scheduled, lanes, context, target_for(candidate))
+        if batch is not None:
+            edits.append(batch)
         per_kernel = max(1, context.variants)
         done = 0
         for name, score in ranked:
             if done >= self.max_kernels or name in scheduled:
                 break
             got = 0
-            for why, steps in self.variants_for(funcs[name], name, lanes, context.seed):
+            for why, steps in self._variants(funcs[name], name, lanes, context.seed):
                 e = Edit(level="L1", kind="trace", target=name, payload={"trace": steps},
                          rationale=f"{name} (score {score:.3g}): {why}")
                 if edit_digest(e) in context.tried:

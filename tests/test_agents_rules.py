@@ -19,6 +19,7 @@ from leka import tvm_adapter as A
 from leka.core.protocols import AgentContext
 from leka.core.types import edit_digest
 from leka.ir import sched
+from leka.ir.edits import apply_edit
 
 EX = Path(__file__).resolve().parents[1] / "benchmark" / "examples"
 
@@ -84,6 +85,38 @@ def test_l1_traces_apply_and_are_correct(example):
     ref_out = ir.build_candidate(cand, target, root.params)
     want = A.VMRunner(ref_out.executable, A.device_for("llvm"))(*x)[0]
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_l1_batch_schedules_the_hottest_kernels_in_one_edit(example, tmp_path):
+    """Level 3 (issue 19): one edit, first in the list, schedules every distinct unscheduled kernel with
+    its first-choice variant; applied, the candidate computes the root's output. Off (l1_batch 0),
+    or once tried, there is none."""
+    _, task, root, cand, target, funcs = example
+    agent = RuleL1Agent(root_params=root.params)
+    edits = agent.propose(cand, ctx(task, "L1", extra={"l1_batch": 16}))
+    batch = edits[0]
+    assert batch.kind == "traces" and len(batch.payload["traces"]) >= 4, batch
+    keys = {A.structural_hash(funcs[n]) for n in batch.payload["traces"]}
+    assert len(keys) == len(batch.payload["traces"])  # identical kernels share one L1 entry
+    for n, steps in batch.payload["traces"].items():  # the first variant that compiles, of the first two
+        assert steps in [v for _, v in agent.variants_for(funcs[n], n, 16)[:2]]
+    out = apply_edit(cand, batch, workdir=tmp_path, root_params=root.params, build_check=False)
+    assert out.ok, out.error
+    assert set(out.candidate.l1) == keys
+    built = ir.build_candidate(out.candidate, target, root.params)
+    assert set(built.applied_l1) >= keys
+    x = [t.numpy() for t in task.make_inputs(0)]
+    got = A.VMRunner(built.executable, A.device_for("llvm"))(*x)[0]
+    ref = ir.build_candidate(cand, target, root.params)
+    want = A.VMRunner(ref.executable, A.device_for("llvm"))(*x)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    # off (no l1_batch), and once tried: no batch
+    assert all(e.kind == "trace" for e in agent.propose(cand, ctx(task, "L1")))
+    again = agent.propose(cand, ctx(task, "L1", extra={"l1_batch": 16}, tried={edit_digest(batch)}))
+    assert all(e.kind == "trace" for e in again)
+    bad = batch.model_copy(update={"payload": {"traces": {**batch.payload["traces"], "no_such_kernel": [{"prim": "x"}]}}})
+    err = apply_edit(cand, bad, workdir=tmp_path, root_params=root.params, build_check=False)
+    assert not err.ok and "no_such_kernel" in err.error, err.error
 
 
 def test_l1_every_kernel_gets_a_legal_trace(example):

@@ -79,6 +79,10 @@ class RunConfig(_Section):
     layers: list[str] = Field(default_factory=lambda: ["L0", "L1", "L2"])
     out: str = "runs"
     variants_per_call: int = 3
+    # Level 3 (issue 19): with at least 4 unscheduled kernels, the rule L1 agent's first edit schedules
+    # up to this many of the hottest at once (each with its first-choice variant; ir.edits "traces"),
+    # so an evaluation covers many kernels, not one; 0 = one kernel per edit
+    l1_batch: int = 16
     defer_followups: int = 2  # deferred acceptance: lower-level follow-ups before pruning
     explore: float = 0.3  # weight of the exploration term in node selection
     search: Literal["tree", "greedy"] = "tree"  # greedy: expand only the current best (an ablation)

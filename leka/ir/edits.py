@@ -9,6 +9,7 @@ Edit kinds (leka.types.Edit):
 - L0 "pass"       payload {"name": one of L0_PASSES}
 - L0 "relax_text" payload {"text": lifted-params Relax TVMScript}
 - L1 "trace"      target=PrimFunc name, payload {"trace": [...], "append": false}  (leka.sched DSL)
+- L1 "traces"     payload {"traces": {PrimFunc name: [...], ...}}: several kernels scheduled in one edit
 - L1 "tir_text"   target=PrimFunc name, payload {"text": "@T.prim_func ..."}
 - L2 "source"     target=PrimFunc name, payload {"language": "cpp"|"c"|"llvm"|"cuda"|"opencl",
                   "text": ..., "entry": symbol (C/C++/LLVM) or kernel name (CUDA/OpenCL)}
@@ -246,6 +247,19 @@ def _check_gpu_bound(func, target, name: str) -> None:
                         "blockIdx/threadIdx (add 'bind' steps: a GPU schedule must bind its outer loops)")
 
 
+def trace_error(func, trace: list, target, name: str) -> str | None:
+    """Why a trace edit of `trace` on the unscheduled `func` would be refused (None: it applies and
+    compiles): what an agent asks before putting a kernel's schedule into a batched edit."""
+    try:
+        new = sched.apply_trace(func, trace)
+        if target.kind.name != "llvm":
+            _check_gpu_bound(new, target, name)
+        _check_l1_func(A.mark_scheduled(new) if target.kind.name != "llvm" else new, target, f"the scheduled {name}")
+    except (sched.TraceError, EditError) as e:
+        return str(e)
+    return None
+
+
 def _drop_stale_l2(c: Candidate, layers: ir.Layers, name: str) -> tuple[dict[str, L2Entry], list[str]]:
     # the old scheduled PrimFunc's L2 override no longer applies once its schedule changes
     key = layers.l2_keys.get(name)
@@ -281,6 +295,21 @@ def _l1_trace(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutco
     entry = L1Entry(func=edit.target, trace=trace)
     return EditOutcome(candidate=c.model_copy(update={"l1": {**c.l1, key: entry}, "l2": l2, "invalidated": inv}),
                        invalidated=inv)
+
+
+def _l1_traces(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome:
+    """Each kernel's trace in turn, as one edit: a Level-3 graph of dozens of unscheduled kernels gets
+    its first schedules in one evaluation instead of one per kernel."""
+    traces = edit.payload.get("traces")
+    if not isinstance(traces, dict) or not traces:
+        raise EditError("traces edit needs payload {'traces': {KERNEL: [ {'prim': ..., 'args': [...]}, ... ], ...}}")
+    invalidated: list[str] = []
+    for name, trace in traces.items():
+        one = Edit(level="L1", kind="trace", target=name, payload={"trace": trace})
+        out = _l1_trace(c, one, workdir, root_params)
+        c = out.candidate
+        invalidated += out.invalidated
+    return EditOutcome(candidate=c.model_copy(update={"invalidated": invalidated}), invalidated=invalidated)
 
 
 def _l1_tir(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome:
@@ -392,6 +421,7 @@ _HANDLERS: dict[tuple[str, str], Callable[[Candidate, Edit, Path, Any], EditOutc
     ("L0", "pass"): _l0_pass,
     ("L0", "relax_text"): _l0_text,
     ("L1", "trace"): _l1_trace,
+    ("L1", "traces"): _l1_traces,
     ("L1", "tir_text"): _l1_tir,
     ("L2", "source"): _l2_source,
     ("L2", "compile_options"): _l2_options,

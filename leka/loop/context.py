@@ -108,6 +108,7 @@ class RunContext:
                  "level_counts": self.level_counts(), "evals": state.get("evals", 0)}
         if self.cfg.tuner.enabled:  # only then: a run without the tool sees the very same context
             extra["tuner"] = True
+        extra["l1_batch"] = self.cfg.run.l1_batch
         return AgentContext(
             task_id=self.task.id, backend=self.cfg.backend, level=level, route_reason=reason,
             profile=node.profile, profile_text=profile_text(node.profile),
