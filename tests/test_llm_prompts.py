@@ -90,7 +90,7 @@ def test_tool_schemas():
     assert t["name"] == "propose_edits" and item["properties"]["level"]["enum"] == ["L0"]
     assert set(item["properties"]["kind"]["enum"]) == {"pass", "relax_text"}
     assert set(edit_tool("oneshot")["parameters"]["properties"]["edits"]["items"]["properties"]["kind"]["enum"]) == \
-        {"pass", "relax_text", "trace", "tir_text", "source", "compile_options"}
+        {"pass", "relax_text", "trace", "tir_text", "traces", "source", "compile_options"}
     assert route_tool(["L1", "L2"])["parameters"]["properties"]["level"]["enum"] == ["L1", "L2"]
 
 

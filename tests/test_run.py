@@ -58,7 +58,9 @@ def test_same_seed_same_tree(tmp_path):
 
 def test_fixed_l1_never_leaves_l1_and_writes_results(tmp_path):
     out = tmp_path / "out"
-    r = leka(*quick(out, "--max-evals", "5", "--routing", "fixed:L1"))
+    # one kernel per L1 edit: a batched edit schedules the block's every kernel at once, L1 then has
+    # nothing more for that node and a fixed route falls through (tests/test_loop.py)
+    r = leka(*quick(out, "--max-evals", "5", "--routing", "fixed:L1", "--set", "run.l1_batch=0"))
     assert r.returncode == 0, r.stderr[-2000:]
     d = run_dir_of(out)
     levels = {lv for _, _, lv, _, _ in tree_rows(d) if lv is not None}

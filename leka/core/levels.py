@@ -41,7 +41,8 @@ LEVEL_SPECS: dict[str, LevelSpec] = {
     "L1": LevelSpec(
         "L1", "schedule", "the TIR schedule of one PrimFunc",
         {"trace": "schedule one PrimFunc with a trace of s_tir.Schedule primitives",
-         "tir_text": "replace one PrimFunc's TIR"},
+         "tir_text": "replace one PrimFunc's TIR",
+         "traces": "schedule several PrimFuncs in one edit, a trace each"},
         "l1_tir.j2", "#ff7f0e",
         "hot kernels without a schedule, far from their roofline roof"),
     "L2": LevelSpec(

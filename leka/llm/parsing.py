@@ -99,6 +99,14 @@ def _payload_error(level: str, kind: str, payload: dict[str, Any]) -> str | None
         for n, step in enumerate(tr):
             if not isinstance(step, dict) or not isinstance(step.get("prim"), str):
                 return f"payload.trace step {n} must be an object with a string 'prim', got {json.dumps(step)[:120]}"
+    elif kind == "traces":
+        trs = payload.get("traces")
+        if not isinstance(trs, dict) or not trs:
+            return "payload.traces must be a non-empty object {PrimFunc name: [steps]}"
+        for name, tr in trs.items():
+            if not isinstance(tr, list) or not tr or not all(isinstance(x, dict) and isinstance(x.get("prim"), str)
+                                                             for x in tr):
+                return f"payload.traces[{name!r}] must be a non-empty list of steps with a string 'prim'"
     elif kind == "source":
         if payload.get("language") not in L2_LANGUAGES:
             return f"payload.language must be one of {list(L2_LANGUAGES)}, got {payload.get('language')!r}"

@@ -41,6 +41,8 @@ EDIT_KINDS: dict[str, dict[str, tuple[str | None, dict[str, str], str]]] = {
                   "schedule one PrimFunc"),
         "tir_text": ("PrimFunc name", {"text": "replacement TIR TVMScript for that PrimFunc (same signature)"},
                      "replace one PrimFunc's TIR"),
+        "traces": (None, {"traces": "object: PrimFunc name -> its list of schedule steps"},
+                   "schedule several PrimFuncs in one edit (a graph of many unscheduled kernels)"),
     },
     "L2": {
         "source": ("kernel (PrimFunc) name", {
