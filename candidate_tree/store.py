@@ -359,12 +359,10 @@ class Tree:
                             tuple(statuses), f"ORDER BY speedup DESC, id ASC LIMIT {int(k)}")
 
     def answer(self) -> Node | None:
-        """The node a run hands over: the best validly timed node, unless the root is correct and that
-        node is slower than min(1, the root's speedup), then the root. Seen on a noisy machine: the
-        root's own A/A timing invalid (1.3x), the only validly timed node at 0.06x; answering that
-        node hands the user a slowdown. The bar is the root's speedup where it is below 1.0: against
-        PyTorch every node may be (root 0.02x, a node at 0.4x is the answer); against the root
-        itself 1.0 is the bar, not a noisy A/A above it. With nothing validly timed: the fastest
+        """The best validly timed node, unless the root is correct and that node is slower than
+        min(1, the root's speedup): then the root (a noisy machine once answered a 0.06x node under a
+        1.3x A/A root). Against PyTorch every node may be below 1.0 (root 0.02x: a 0.4x node is the
+        answer); against the root itself 1.0 is the bar. With nothing validly timed: the fastest
         correct node by its noisy speedup, or None."""
         top = self.best(1)
         roots = [r for r in self.roots() if r.result is not None and r.result.correct]
