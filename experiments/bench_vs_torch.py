@@ -132,8 +132,19 @@ def _x(v, valid=None) -> str:
     return f"{v:.2f}x" + ("" if valid in (None, True) else "*")
 
 
+def _reference(out: Path) -> str:
+    """The grid's judging reference (its baseline.tuned_trials): MS-N, or untuned TVM at 0."""
+    import yaml
+
+    try:
+        n = int((yaml.safe_load((out / "experiment.yaml").read_text()).get("baseline") or {}).get("tuned_trials", 64))
+    except (OSError, ValueError, AttributeError):
+        n = 64
+    return f"MS-{n}" if n else "untuned (judged)"
+
+
 def table(out: Path, rows: list[dict], ms: dict[str, dict], trials: int) -> str:
-    lines = [f"| task | lvl | arm | correct | vs untuned | vs torch eager | vs MS-64 | vs MS-{trials} | evals | "
+    lines = [f"| task | lvl | arm | correct | vs untuned | vs torch eager | vs {_reference(out)} | vs MS-{trials} | evals | "
              "behind torch: what bounds it |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         m = ms.get(f"{r['task']}/{r['arm']}")
