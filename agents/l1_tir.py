@@ -301,7 +301,9 @@ class RuleL1Agent:
         self.backend = backend
         self.max_kernels = max_kernels
         self.root_params = root_params
-        self._memo: dict[tuple, list[tuple[str, list[dict[str, Any]]]]] = {}
+        # per (kernel hash, name, lanes, seed): the batch and the single edits ask for the same kernels
+        self._variants_memo: dict[tuple, list[tuple[str, list[dict[str, Any]]]]] = {}
+        self._compiling_memo: dict[tuple, list[dict[str, Any]] | None] = {}
 
     def _target(self, context: AgentContext):
         if self.backend == "llvm":
@@ -332,24 +334,23 @@ class RuleL1Agent:
             res = [res[0]] + tail
         return res
 
-    def _variants(self, func, name: str, lanes: int, seed: int) -> list[tuple[str, list[dict[str, Any]]]]:
-        key = (A.structural_hash(func), name, lanes, seed)
-        if key not in self._memo:  # the batch and the single edits ask for the same kernels
-            self._memo[key] = self.variants_for(func, name, lanes, seed)
-        return self._memo[key]
+    def _variants(self, func, fkey: str, name: str, lanes: int, seed: int) -> list[tuple[str, list[dict[str, Any]]]]:
+        key = (fkey, name, lanes, seed)
+        if key not in self._variants_memo:
+            self._variants_memo[key] = self.variants_for(func, name, lanes, seed)
+        return self._variants_memo[key]
 
-    def _first_compiling(self, func, name: str, lanes: int, seed: int, target) -> list[dict[str, Any]] | None:
+    def _first_compiling(self, func, fkey: str, name: str, lanes: int, seed: int, target) -> list[dict[str, Any]] | None:
         """The first of the kernel's first two variants that a trace edit accepts (some legal traces do
         not compile: one such kernel would sink a whole batch)."""
-        key = ("ok", A.structural_hash(func), name, lanes, seed)
-        if key not in self._memo:
-            ok = [steps for _why, steps in self._variants(func, name, lanes, seed)[:2]
-                  if trace_error(func, steps, target, name) is None][:1]
-            self._memo[key] = [("", ok[0])] if ok else []
-        got = self._memo[key]
-        return got[0][1] if got else None
+        key = (fkey, name, lanes, seed)
+        if key not in self._compiling_memo:
+            self._compiling_memo[key] = next(
+                (steps for _why, steps in self._variants(func, fkey, name, lanes, seed)[:2]
+                 if trace_error(func, steps, target, name) is None), None)
+        return self._compiling_memo[key]
 
-    def _batch(self, funcs, ranked, scheduled: set[str], lanes: int, context: AgentContext,
+    def _batch(self, funcs, keys: dict[str, str], ranked, scheduled: set[str], lanes: int, context: AgentContext,
                target) -> Edit | None:
         """One edit scheduling the hottest unscheduled kernels at once (each its first-choice variant,
         one per distinct structure: identical kernels share an L1 entry), when at least BATCH_MIN are
@@ -364,12 +365,11 @@ class RuleL1Agent:
                 break
             if name in scheduled:
                 continue
-            key = A.structural_hash(funcs[name])
-            if key in seen:
+            if keys[name] in seen:
                 continue
-            steps = self._first_compiling(funcs[name], name, lanes, context.seed, target)
+            steps = self._first_compiling(funcs[name], keys[name], name, lanes, context.seed, target)
             if steps is not None:
-                seen.add(key)
+                seen.add(keys[name])
                 traces[name] = steps
         if len(traces) < BATCH_MIN:
             return None
@@ -382,10 +382,11 @@ class RuleL1Agent:
         target = self._target(context)
         lanes = context.vector_lanes or (A.vector_lanes_fp32(target) if self.backend == "llvm" else 4)
         funcs = lowered_funcs(candidate, target, self.root_params)
-        scheduled = {n for n, f in funcs.items() if A.structural_hash(f) in candidate.l1}
+        keys = {n: A.structural_hash(f) for n, f in funcs.items()}
+        scheduled = {n for n, k in keys.items() if k in candidate.l1}
         ranked = rank_kernels(funcs, context.profile, scheduled)
         edits: list[Edit] = []
-        batch = self._batch(funcs, ranked, scheduled, lanes, context, target_for(candidate))
+        batch = self._batch(funcs, keys, ranked, scheduled, lanes, context, target_for(candidate))
         if batch is not None:
             edits.append(batch)
         per_kernel = max(1, context.variants)
@@ -394,7 +395,7 @@ class RuleL1Agent:
             if done >= self.max_kernels or name in scheduled:
                 break
             got = 0
-            for why, steps in self._variants(funcs[name], name, lanes, context.seed):
+            for why, steps in self._variants(funcs[name], keys[name], name, lanes, context.seed):
                 e = Edit(level="L1", kind="trace", target=name, payload={"trace": steps},
                          rationale=f"{name} (score {score:.3g}): {why}")
                 if edit_digest(e) in context.tried:

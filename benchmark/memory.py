@@ -26,9 +26,8 @@ MACHINE_SHARE = 0.75
 # arm, the C++ loop's ring of hold_for(2) = 2 outputs and the call's new one (measured: 4 sets resident
 # after two samples of two calls each, 5-6 in longer samples)
 POOLED_TIMING_OUTPUTS = 6
-# with the naive allocator and no ring: the candidate VM's last output and its new one, the baseline
-# VM's last output (a VM keeps its last return value until its next call returns)
-LEAN_TIMING_OUTPUTS = 3
+# lean timing (naive allocator, no ring) holds 3 output sets: the candidate VM's last output and its
+# new one, the baseline VM's last output (a VM keeps its last return value until its next call returns)
 LEAN_INPUT_SETS = 3
 
 

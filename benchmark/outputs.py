@@ -16,15 +16,7 @@ def _np(t) -> np.ndarray:
     return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
 
 
-def _flat_torch(out) -> list[np.ndarray]:
-    if isinstance(out, torch.Tensor):
-        return [_np(out)]
-    if isinstance(out, (list, tuple)):
-        res: list[np.ndarray] = []
-        for o in out:
-            res.extend(_flat_torch(o))
-        return res
-    return [np.asarray(out)]
+_flat_torch = refstore.flat_outputs  # a model's outputs as host arrays (the reference process's own)
 
 
 def compare(outs: list[np.ndarray], refs: list[np.ndarray], atol: float, rtol: float) -> tuple[str | None, str, float, float]:

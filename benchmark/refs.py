@@ -24,15 +24,16 @@ class RefsFailed(RuntimeError):
     """The reference process could not compute the references (the message is one line)."""
 
 
-def _flat(out) -> list[np.ndarray]:
-    import torch
+def flat_outputs(out) -> list[np.ndarray]:
+    """A model's outputs (a tensor, or nested lists / tuples of them) as host arrays, in order."""
+    import torch  # here: the runner imports this module without torch
 
     if isinstance(out, torch.Tensor):
         return [out.detach().cpu().numpy()]
     if isinstance(out, (list, tuple)):
         res: list[np.ndarray] = []
         for o in out:
-            res.extend(_flat(o))
+            res.extend(flat_outputs(o))
         return res
     return [np.asarray(out)]
 
@@ -49,7 +50,7 @@ def compute(task_path: str, seeds: list[int], refs_dir: str) -> None:
         model = task.make_model()
         for seed in seeds:
             with torch.no_grad():
-                outs = _flat(model(*task.make_inputs(seed)))
+                outs = flat_outputs(model(*task.make_inputs(seed)))
             n = len(outs)
             for i, o in enumerate(outs):
                 # np.ascontiguousarray would make a 0-d output (a loss, a mean) 1-d

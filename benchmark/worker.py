@@ -102,7 +102,7 @@ class JobState:
     ref_model: Any = None  # the model computing references in this process (no reference process)
     seeds: list[int] = field(default_factory=list)  # the checked seeds, the fresh one last
     footprint: Any = None  # memory.Footprint of the task
-    plan: Any = None  # memory.TimingPlan: how the timing holds memory (lean for outputs near the cap)
+    plan: memory.TimingPlan = memory.STANDARD  # how the timing holds memory (lean for outputs near the cap)
     # inputs and references of the first seeds (those the timing rotates through; the references
     # memory-mapped from the reference process's files where there is one)
     inputs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
@@ -352,7 +352,7 @@ def _timing_sets(st: JobState, available: int | None = None) -> int:
     """How many of the checked input sets the timing rotates through (1 = one fixed set, TVM's loop):
     evaluator.timing_input_sets, or the lean plan's (memory.TimingPlan); at most those checked."""
     k = int(st.cfg.get("timing_input_sets", 2))
-    if st.plan is not None and st.plan.n_sets and k > 1:
+    if st.plan.n_sets and k > 1:
         k = max(k, st.plan.n_sets)
     return max(1, min(k, len(st.inputs_by_seed) if available is None else available))
 
@@ -371,7 +371,7 @@ def _candidate_timer(st: JobState, n_sets: int) -> timing.Timer:
     check = check_out if st.cfg.get("check_timed_outputs", True) else None
     guard = st.guard.check if st.guard is not None else None
     return baselines.vm_rotating_timer(runner, st.inputs_by_seed[:n_sets], check=check, guard=guard,
-                                       hold=st.plan.hold if st.plan is not None else None)
+                                       hold=st.plan.hold)
 
 
 def _baseline_check(st: JobState):
@@ -406,8 +406,7 @@ def time_step(st: JobState) -> bool:
                                 input_sets=st.inputs_by_seed[:n_sets] if n_sets > 1 else None,
                                 so_cache=cfg.get("baseline_cache", True),
                                 check=_baseline_check(st) if n_sets > 1 else None,
-                                hold=st.plan.hold if st.plan is not None else None,
-                                memory_cfg=st.plan.memory_cfg if st.plan is not None else None)
+                                hold=st.plan.hold, memory_cfg=st.plan.memory_cfg)
     cand = _candidate_timer(st, n_sets)
     try:
         tm = timing.paired_timing(cand, base, cfg)

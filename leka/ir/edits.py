@@ -247,26 +247,40 @@ def _check_gpu_bound(func, target, name: str) -> None:
                         "blockIdx/threadIdx (add 'bind' steps: a GPU schedule must bind its outer loops)")
 
 
+def _scheduled(func, trace: list, target, name: str):
+    """The unscheduled `func` after `trace`, checked as a trace edit checks it; EditError otherwise."""
+    try:
+        new = sched.apply_trace(func, trace)
+    except sched.TraceError as e:
+        detail = A.error_text(e.__cause__, 1500) if e.__cause__ is not None else ""
+        # TVM's ScheduleError ends with the useful line ("Cannot find a block with the name: x")
+        last = [ln for ln in detail.splitlines() if ln.strip()][-1:] if detail else []
+        raise EditError(f"trace on {name}: {e}" + (f"\n{last[0]}" if last else "")) from e
+    if target.kind.name != "llvm":
+        _check_gpu_bound(new, target, name)
+    _check_l1_func(A.mark_scheduled(new) if target.kind.name != "llvm" else new, target, f"the scheduled {name}")
+    return new
+
+
 def trace_error(func, trace: list, target, name: str) -> str | None:
     """Why a trace edit of `trace` on the unscheduled `func` would be refused (None: it applies and
     compiles): what an agent asks before putting a kernel's schedule into a batched edit."""
     try:
-        new = sched.apply_trace(func, trace)
-        if target.kind.name != "llvm":
-            _check_gpu_bound(new, target, name)
-        _check_l1_func(A.mark_scheduled(new) if target.kind.name != "llvm" else new, target, f"the scheduled {name}")
-    except (sched.TraceError, EditError) as e:
+        _scheduled(func, trace, target, name)
+    except EditError as e:
         return str(e)
     return None
 
 
-def _drop_stale_l2(c: Candidate, layers: ir.Layers, name: str) -> tuple[dict[str, L2Entry], list[str]]:
+def _drop_stale_l2(c: Candidate, layers: ir.Layers, names) -> tuple[dict[str, L2Entry], list[str]]:
     # the old scheduled PrimFunc's L2 override no longer applies once its schedule changes
-    key = layers.l2_keys.get(name)
-    if key in c.l2:
-        l2 = {k: v for k, v in c.l2.items() if k != key}
-        return l2, [f"L2:{key}:{name}"]
-    return dict(c.l2), []
+    l2, inv = dict(c.l2), []
+    for name in names:
+        key = layers.l2_keys.get(name)
+        if key in l2:
+            del l2[key]
+            inv.append(f"L2:{key}:{name}")
+    return l2, inv
 
 
 def _l1_trace(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome:
@@ -275,41 +289,31 @@ def _l1_trace(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutco
         raise EditError("trace edit needs payload {'trace': [ {'prim': ..., 'args': [...]}, ... ]}")
     target = target_for(c)
     layers = ir.lower_layers(c, target, root_params)
-    func = _func_of(layers, edit.target, "unscheduled")
-    key = layers.l1_keys[edit.target]
-    old = c.l1.get(key)
+    old = c.l1.get(layers.l1_keys.get(edit.target or ""))
     if edit.payload.get("append") and old is not None and old.trace:
         trace = list(old.trace) + list(trace)
-    try:
-        new = sched.apply_trace(func, trace)
-    except sched.TraceError as e:
-        detail = A.error_text(e.__cause__, 1500) if e.__cause__ is not None else ""
-        # TVM's ScheduleError ends with the useful line ("Cannot find a block with the name: x")
-        last = [ln for ln in detail.splitlines() if ln.strip()][-1:] if detail else []
-        raise EditError(f"trace on {edit.target}: {e}" + (f"\n{last[0]}" if last else "")) from e
-    if target.kind.name != "llvm":
-        _check_gpu_bound(new, target, edit.target)
-    _check_l1_func(A.mark_scheduled(new) if target.kind.name != "llvm" else new, target,
-                   f"the scheduled {edit.target}")
-    l2, inv = _drop_stale_l2(c, layers, edit.target)
-    entry = L1Entry(func=edit.target, trace=trace)
-    return EditOutcome(candidate=c.model_copy(update={"l1": {**c.l1, key: entry}, "l2": l2, "invalidated": inv}),
-                       invalidated=inv)
+    return _schedule_kernels(c, layers, target, {edit.target: trace})
 
 
 def _l1_traces(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome:
-    """Each kernel's trace in turn, as one edit: a Level-3 graph of dozens of unscheduled kernels gets
-    its first schedules in one evaluation instead of one per kernel."""
+    """Each kernel's trace, as one edit: a Level-3 graph of dozens of unscheduled kernels gets its
+    first schedules in one evaluation instead of one per kernel."""
     traces = edit.payload.get("traces")
     if not isinstance(traces, dict) or not traces:
         raise EditError("traces edit needs payload {'traces': {KERNEL: [ {'prim': ..., 'args': [...]}, ... ], ...}}")
-    invalidated: list[str] = []
+    target = target_for(c)
+    return _schedule_kernels(c, ir.lower_layers(c, target, root_params), target, traces)
+
+
+def _schedule_kernels(c: Candidate, layers: ir.Layers, target, traces: dict) -> EditOutcome:
+    """The candidate with an L1 entry per kernel of `traces`, each checked against the one lowering of
+    `c` (the unscheduled PrimFuncs do not change with L1 entries)."""
+    l1 = dict(c.l1)
     for name, trace in traces.items():
-        one = Edit(level="L1", kind="trace", target=name, payload={"trace": trace})
-        out = _l1_trace(c, one, workdir, root_params)
-        c = out.candidate
-        invalidated += out.invalidated
-    return EditOutcome(candidate=c.model_copy(update={"invalidated": invalidated}), invalidated=invalidated)
+        _scheduled(_func_of(layers, name, "unscheduled"), trace, target, name)
+        l1[layers.l1_keys[name]] = L1Entry(func=name, trace=trace)
+    l2, inv = _drop_stale_l2(c, layers, traces)
+    return EditOutcome(candidate=c.model_copy(update={"l1": l1, "l2": l2, "invalidated": inv}), invalidated=inv)
 
 
 def _l1_tir(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome:
@@ -331,7 +335,7 @@ def _l1_tir(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome
     if target.kind.name != "llvm":
         _check_gpu_bound(new, target, edit.target)
     _check_l1_func(new, target, f"the new TIR of {edit.target}")
-    l2, inv = _drop_stale_l2(c, layers, edit.target)
+    l2, inv = _drop_stale_l2(c, layers, [edit.target])
     entry = L1Entry(func=edit.target, tir_text=text)
     return EditOutcome(candidate=c.model_copy(update={"l1": {**c.l1, key: entry}, "l2": l2, "invalidated": inv}),
                        invalidated=inv)

@@ -33,7 +33,6 @@ class VMRunner:
         reuse) or "naive" (each buffer allocated and freed: memory goes back as soon as nothing holds it)."""
         self.ex = ex
         self.dev = device
-        self.memory_cfg = memory_cfg
         self.vm = relax.VirtualMachine(ex, device, memory_cfg=memory_cfg)
 
     def to_device(self, arrays: Sequence[np.ndarray]) -> list:
