@@ -11,7 +11,11 @@ untuned TVM, and for 8 tasks (stratified by level) against MetaSchedule-256.
    profile (share of time, kind, compute- or memory-bound, fraction of its roofline).
 
     PYTHONPATH=$PWD .venv/bin/python experiments/bench_vs_torch.py [--out EXP_DIR] [--config YAML]
-        [--ms256-tasks a,b,...] [--ms256-trials 256] [--table-only] [--md FILE]
+        [--also EXP_DIR ...] [--ms256-tasks a,b,...] [--ms256-trials 256] [--table-only] [--md FILE]
+
+--also adds finished experiment folders (another grid's rows, e.g. the Level-1 and the Level-2/3
+grids run in separate sessions): their rows join the table and the MetaSchedule-256 choice, and
+their chosen answers are judged like the main folder's (each folder keeps its own ms256.json).
 """
 
 from __future__ import annotations
@@ -51,24 +55,24 @@ def rows_of(out: Path) -> list[dict]:
         r = json.loads(p.read_text())
         n = int(p.parent.name[1:])
         if r["job_id"] not in latest or latest[r["job_id"]][0] < n:
-            latest[r["job_id"]] = (n, r)
+            latest[r["job_id"]] = (n, {**r, "_exp": str(out)})
     return [r for _, r in sorted(latest.values(), key=lambda x: (x[1]["level"], x[1]["task"], x[1]["arm"]))]
 
 
 def stratified(rows: list[dict], per_level: dict[int, int]) -> list[str]:
-    """The first tasks of each level in subset order (3 / 3 / 2 by default)."""
+    """The first tasks of each level in name order (3 / 3 / 2 by default)."""
     out: list[str] = []
     for lv, k in per_level.items():
         out += sorted({r["task"] for r in rows if r["level"] == lv})[:k]
     return out
 
 
-def answer_candidate(out: Path, r: dict):
+def answer_candidate(r: dict):
     from leka import ir
 
     if r.get("best_node") is None or not r.get("run_dir"):
         return None
-    with Tree(out / r["run_dir"], create=False) as tree:
+    with Tree(Path(r["_exp"]) / r["run_dir"], create=False) as tree:
         text = tree.artifact(r["best_node"], "candidate.json")
     return ir.Candidate.model_validate_json(text) if text else None
 
@@ -93,7 +97,7 @@ def judge_ms(out: Path, rows: list[dict], tasks: list[str], trials: int, cache_d
         try:
             _, reused = baselines.ensure_tuned(task, "llvm", trials, cache_dir)
             cell["tune_s"] = 0.0 if reused else round(time.perf_counter() - t0, 1)
-            cand = answer_candidate(out, r)
+            cand = answer_candidate(r)
             if cand is None:
                 cell["error"] = "no answer"
             else:
@@ -108,12 +112,12 @@ def judge_ms(out: Path, rows: list[dict], tasks: list[str], trials: int, cache_d
     return done
 
 
-def bound_note(out: Path, r: dict) -> str:
+def bound_note(r: dict) -> str:
     """What bounds the answer: its hottest kernel in its own profile."""
     if r.get("best_node") is None or not r.get("run_dir"):
         return "no answer"
     try:
-        with Tree(out / r["run_dir"], create=False) as tree:
+        with Tree(Path(r["_exp"]) / r["run_dir"], create=False) as tree:
             node = tree.get(r["best_node"])
             prof = node.profile or (tree.get(node.parent).profile if node.parent is not None else None)
     except Exception as e:  # noqa: BLE001 - an exported copy keeps no tree: the note says so
@@ -143,20 +147,21 @@ def _reference(out: Path) -> str:
     return f"MS-{n}" if n else "untuned (judged)"
 
 
-def table(out: Path, rows: list[dict], ms: dict[str, dict], trials: int) -> str:
-    lines = [f"| task | lvl | arm | correct | vs untuned | vs torch eager | vs {_reference(out)} | vs MS-{trials} | evals | "
+def table(outs: list[Path], rows: list[dict], ms: dict[str, dict], trials: int) -> str:
+    ref = " / ".join(dict.fromkeys(_reference(o) for o in outs))
+    lines = [f"| task | lvl | arm | correct | vs untuned | vs torch eager | vs {ref} | vs MS-{trials} | evals | "
              "behind torch: what bounds it |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         m = ms.get(f"{r['task']}/{r['arm']}")
         mcell = "" if m is None else (_x(m.get("speedup"), m.get("valid")) if m.get("speedup") else
                                       f"- ({(m.get('error') or '')[:40]})")
         behind = r.get("correct") and (r.get("speedup_torch") or 0) < 1.0
-        summ = out / str(r.get("run_dir") or "-") / "summary.json"
+        summ = Path(r["_exp"]) / str(r.get("run_dir") or "-") / "summary.json"
         untuned = json.loads(summ.read_text()).get("best_speedup") if summ.is_file() else None
         lines.append(f"| {r['task']} | {r['level']} | {r['arm']} | {r.get('correct')} | {_x(untuned)} | "
                      f"{_x(r.get('speedup_torch'), r.get('timing_valid_torch'))} | "
                      f"{_x(r.get('speedup_ref'), r.get('timing_valid_ref'))} | {mcell} | {r.get('evaluations', '-')} | "
-                     f"{bound_note(out, r) if behind else ''} |")
+                     f"{bound_note(r) if behind else ''} |")
     lines.append("")
     for arm in sorted({r["arm"] for r in rows}):
         rs = [r for r in rows if r["arm"] == arm]
@@ -175,6 +180,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "cpu_vs_torch.yaml"))
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="the experiment folder (resumed if it exists)")
+    ap.add_argument("--also", action="append", default=[], help="another finished experiment folder (repeatable)")
     ap.add_argument("--ms256-trials", type=int, default=256)
     ap.add_argument("--ms256-tasks", default="", help="comma list (default: the first 3 / 3 / 2 of levels 1 / 2 / 3)")
     ap.add_argument("--cache-dir", default=str(ROOT / ".leka-cache"))
@@ -184,20 +190,28 @@ def main() -> None:
     out = Path(args.out)
     if not args.table_only:
         run_grid(args.config, out)
-    rows = rows_of(out)
+    outs = [out] + [Path(a) for a in args.also]
+    for o in outs[1:]:
+        if not (o / "experiment.yaml").exists():
+            sys.exit(f"--also {o}: not an experiment folder (no experiment.yaml)")
+    per = {o: rows_of(o) for o in outs}
+    rows = sorted((r for rs in per.values() for r in rs), key=lambda r: (r["level"], r["task"], r["arm"]))
     if not rows:
         sys.exit(f"{out}: no finished job yet")
     tasks = [t for t in args.ms256_tasks.split(",") if t] or stratified(rows, {1: 3, 2: 3, 3: 2})
-    ms = (json.loads((out / f"ms{args.ms256_trials}.json").read_text())
-          if args.table_only and (out / f"ms{args.ms256_trials}.json").exists() else {})
-    if not args.table_only:
-        ms = judge_ms(out, rows, tasks, args.ms256_trials, args.cache_dir)
+    ms: dict[str, dict] = {}
+    for o in outs:
+        f = o / f"ms{args.ms256_trials}.json"
+        if args.table_only:
+            ms.update(json.loads(f.read_text()) if f.exists() else {})
+        else:
+            ms.update(judge_ms(o, per[o], tasks, args.ms256_trials, args.cache_dir))
     import torch
 
     head = (f"machine: {platform.node()}, {os.cpu_count()} cores; torch {torch.__version__} eager; "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; MetaSchedule-{args.ms256_trials} tasks: "
             f"{', '.join(tasks)}")
-    text = head + "\n\n" + table(out, rows, ms, args.ms256_trials)
+    text = head + "\n\n" + table(outs, rows, ms, args.ms256_trials)
     print(text)
     if args.md:
         Path(args.md).write_text(text + "\n")
