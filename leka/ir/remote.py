@@ -103,7 +103,8 @@ def request(tracker_host: str, tracker_port: int, key: str, timeout_s: float = 6
         try:
             summary = A.rpc_tracker_summary(tracker_host, tracker_port)
             if summary.get("queue_info", {}).get(key, {}).get("free", 0):
-                return A.rpc_request(tracker_host, tracker_port, key, session_timeout=session_timeout)
+                return A.rpc_request(tracker_host, tracker_port, key, session_timeout=session_timeout,
+                                     timeout_s=max(deadline - time.monotonic(), 0.1))
         except Exception as e:  # noqa: BLE001
             err = e
         time.sleep(0.5)

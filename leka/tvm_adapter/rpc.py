@@ -13,11 +13,21 @@ def rpc_connect(host: str, port: int, key: str = "", session_timeout: int = 0):
     return rpc.connect(host, port, key=key, session_timeout=session_timeout)
 
 
-def rpc_request(tracker_host: str, tracker_port: int, key: str, priority: int = 1, session_timeout: int = 0):
+def rpc_request(tracker_host: str, tracker_port: int, key: str, priority: int = 1, session_timeout: int = 0,
+                timeout_s: float | None = None):
+    """A session from the tracker. `timeout_s` bounds the wait for the tracker's answer: the tracker
+    holds a request until a board of `key` is free, so a board that died between the tracker's match
+    and our connect (TVM then re-requests) would otherwise leave us waiting forever."""
     from tvm import rpc
 
-    return rpc.connect_tracker(tracker_host, tracker_port).request(key, priority=priority,
-                                                                  session_timeout=session_timeout)
+    tracker = rpc.connect_tracker(tracker_host, tracker_port)
+    if timeout_s is not None:
+        tracker._sock.settimeout(max(timeout_s, 0.1))
+    try:
+        # one try: a retry would reconnect without the timeout; the caller's loop retries instead
+        return tracker.request(key, priority=priority, session_timeout=session_timeout, max_retry=1)
+    finally:
+        tracker.close()
 
 
 def rpc_tracker_summary(host: str, port: int) -> dict:
