@@ -11,7 +11,8 @@ untuned TVM, and for 8 tasks (stratified by level) against MetaSchedule-256.
    profile (share of time, kind, compute- or memory-bound, fraction of its roofline).
 
     PYTHONPATH=$PWD .venv/bin/python experiments/bench_vs_torch.py [--out EXP_DIR] [--config YAML]
-        [--also EXP_DIR ...] [--ms256-tasks a,b,...] [--ms256-trials 256] [--table-only] [--md FILE]
+        [--also EXP_DIR ...] [--ms256-tasks a,b,...] [--ms256-trials 256] [--no-grid | --table-only]
+        [--md FILE]
 
 --also adds finished experiment folders (another grid's rows, e.g. the Level-1 and the Level-2/3
 grids run in separate sessions): their rows join the table and the MetaSchedule-256 choice, and
@@ -167,7 +168,7 @@ def table(outs: list[Path], rows: list[dict], ms: dict[str, dict], trials: int) 
         rs = [r for r in rows if r["arm"] == arm]
         l23 = [r.get("speedup_torch") or 0.0 for r in rs if r["level"] in (2, 3)]
         ahead = [ms[k] for k in ms if k.endswith(f"/{arm}")]
-        n_ahead = sum((c.get("speedup") or 0) >= 1.0 for c in ahead)
+        n_ahead = sum((c.get("speedup") or 0) > 1.0 for c in ahead)
         lines.append(f"**{arm}**: median Level-2/3 speedup over torch eager "
                      f"{statistics.median(l23) if l23 else float('nan'):.2f}x over {len(l23)} tasks (target >= 1.0); "
                      f"ahead of MetaSchedule-{trials} on {n_ahead}/{len(ahead)} (target >= 5 of 8); "
@@ -184,11 +185,12 @@ def main() -> None:
     ap.add_argument("--ms256-trials", type=int, default=256)
     ap.add_argument("--ms256-tasks", default="", help="comma list (default: the first 3 / 3 / 2 of levels 1 / 2 / 3)")
     ap.add_argument("--cache-dir", default=str(ROOT / ".leka-cache"))
+    ap.add_argument("--no-grid", action="store_true", help="judge and tabulate the jobs already finished, run none")
     ap.add_argument("--table-only", action="store_true", help="no runs, no tuning: the table of what is there")
     ap.add_argument("--md", default="", help="also write the table (machine, date) to this file")
     args = ap.parse_args()
     out = Path(args.out)
-    if not args.table_only:
+    if not (args.table_only or args.no_grid):
         run_grid(args.config, out)
     outs = [out] + [Path(a) for a in args.also]
     for o in outs[1:]:
