@@ -104,7 +104,8 @@ def judge_ms(out: Path, rows: list[dict], tasks: list[str], trials: int, cache_d
             else:
                 res = Evaluator(cfg.evaluator, "llvm", cfg.baseline, cache_dir=cache_dir).evaluate(task, cand)
                 cell.update(correct=res.correct, speedup=res.speedup if res.correct else None,
-                            valid=res.timing_valid, error=None if res.correct else (res.error or "")[:160])
+                            valid=res.timing_valid, spread=res.timing_spread,
+                            error=None if res.correct else (res.error or "")[:160])
         except Exception as e:  # noqa: BLE001 - a task MetaSchedule cannot tune is a cell
             cell["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
         done[key] = cell
@@ -169,9 +170,11 @@ def table(outs: list[Path], rows: list[dict], ms: dict[str, dict], trials: int) 
         l23 = [r.get("speedup_torch") or 0.0 for r in rs if r["level"] in (2, 3)]
         ahead = [ms[k] for k in ms if k.endswith(f"/{arm}")]
         n_ahead = sum((c.get("speedup") or 0) > 1.0 for c in ahead)
+        near = sum(abs((c.get("speedup") or 0) - 1.0) < 0.05 for c in ahead)
         lines.append(f"**{arm}**: median Level-2/3 speedup over torch eager "
                      f"{statistics.median(l23) if l23 else float('nan'):.2f}x over {len(l23)} tasks (target >= 1.0); "
-                     f"ahead of MetaSchedule-{trials} on {n_ahead}/{len(ahead)} (target >= 5 of 8); "
+                     f"ahead of MetaSchedule-{trials} on {n_ahead}/{len(ahead)} (target >= 5 of 8; {near} of all "
+                     f"{len(ahead)} within 5% of parity, a tie on this noisy machine); "
                      f"correct {sum(bool(r.get('correct')) for r in rs)}/{len(rs)}.")
     lines.append("`*`: timing spread over the evaluator's bound (noisy). vs untuned: the run's own best speedup.")
     return "\n".join(lines)
