@@ -16,9 +16,6 @@ def _np(t) -> np.ndarray:
     return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
 
 
-_flat_torch = refstore.flat_outputs  # a model's outputs as host arrays (the reference process's own)
-
-
 def compare(outs: list[np.ndarray], refs: list[np.ndarray], atol: float, rtol: float) -> tuple[str | None, str, float, float]:
     """(error_kind or None, message, max_abs_err, max_rel_err). Chunk by chunk, so no full-size
     float64 copy exists; a memory-mapped reference's compared chunks leave resident memory."""

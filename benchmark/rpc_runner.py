@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmark.refs import flat_outputs
 from benchmark.timing import paired_timing, record, tvm_timer
-from benchmark.worker import _err, _flat_torch, _np, _short, compare
+from benchmark.worker import _err, _np, _short, compare
 from leka.core.devices import parse_device
 from leka.core.types import EvalResult
 
@@ -97,7 +98,7 @@ def _check(runner, task, seeds: list[int], poison: bool, atol: float, rtol: floa
     max_abs = max_rel = 0.0
     for seed, outs in zip(seeds, outs_by_seed, strict=True):
         with torch.no_grad():
-            refs = _flat_torch(model(*task.make_inputs(seed)))
+            refs = flat_outputs(model(*task.make_inputs(seed)))
         kind, msg, ea, er = compare(outs, refs, atol, rtol)
         if not math.isnan(ea):
             max_abs, max_rel = max(max_abs, ea), max(max_rel, er)

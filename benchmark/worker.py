@@ -28,7 +28,7 @@ import torch
 
 from benchmark import baselines, gpu_timing, memory, process_state, timing
 from benchmark import refs as refstore
-from benchmark.outputs import _flat_torch, _nbytes, _np, compare  # noqa: F401 - re-exported (rpc_runner, tests)
+from benchmark.outputs import _nbytes, _np, compare  # noqa: F401 - re-exported (rpc_runner, tests)
 from benchmark.roots import load_root
 from benchmark.task import load_task_file
 from leka import ir
@@ -267,7 +267,7 @@ def _references(st: JobState, seed: int) -> list[np.ndarray]:
     if st.ref_model is None:
         st.ref_model = st.task.make_model()
     with torch.no_grad():
-        return _flat_torch(st.ref_model(*st.task.make_inputs(seed)))
+        return refstore.flat_outputs(st.ref_model(*st.task.make_inputs(seed)))
 
 
 def check(st: JobState) -> bool:
@@ -385,7 +385,7 @@ def _baseline_check(st: JobState):
     def same_work(k: int, out) -> None:
         is_torch = isinstance(out, torch.Tensor) or (
             isinstance(out, (list, tuple)) and all(isinstance(o, torch.Tensor) for o in out))
-        outs = _flat_torch(out) if is_torch else [_host_view(o) for o in A.flatten_outputs(out)]
+        outs = refstore.flat_outputs(out) if is_torch else [_host_view(o) for o in A.flatten_outputs(out)]
         compare(outs, st.refs_by_seed[k], st.atol, st.rtol)
 
     return same_work

@@ -49,6 +49,10 @@ def run_grid(config: str, out: Path) -> None:
     subprocess.run(cmd, cwd=ROOT, env=env, check=True)
 
 
+def _order(r: dict) -> tuple:
+    return r["level"], r["task"], r["arm"]
+
+
 def rows_of(out: Path) -> list[dict]:
     """The newest attempt's job_result.json of every job."""
     latest: dict[str, tuple[int, dict]] = {}
@@ -57,7 +61,7 @@ def rows_of(out: Path) -> list[dict]:
         n = int(p.parent.name[1:])
         if r["job_id"] not in latest or latest[r["job_id"]][0] < n:
             latest[r["job_id"]] = (n, {**r, "_exp": str(out)})
-    return [r for _, r in sorted(latest.values(), key=lambda x: (x[1]["level"], x[1]["task"], x[1]["arm"]))]
+    return sorted((r for _, r in latest.values()), key=_order)
 
 
 def stratified(rows: list[dict], per_level: dict[int, int]) -> list[str]:
@@ -200,7 +204,7 @@ def main() -> None:
         if not (o / "experiment.yaml").exists():
             sys.exit(f"--also {o}: not an experiment folder (no experiment.yaml)")
     per = {o: rows_of(o) for o in outs}
-    rows = sorted((r for rs in per.values() for r in rs), key=lambda r: (r["level"], r["task"], r["arm"]))
+    rows = sorted((r for rs in per.values() for r in rs), key=_order)
     if not rows:
         sys.exit(f"{out}: no finished job yet")
     tasks = [t for t in args.ms256_tasks.split(",") if t] or stratified(rows, {1: 3, 2: 3, 3: 2})

@@ -190,9 +190,10 @@ def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None
     import torch
 
     from benchmark import gpu_timing
+    from benchmark.refs import flat_outputs
     from benchmark.roots import load_root
     from benchmark.task import resolve
-    from benchmark.worker import _flat_torch, compare
+    from benchmark.worker import compare
     from leka import ir
     from leka import tvm_adapter as A
 
@@ -211,7 +212,7 @@ def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None
         inputs = [t.detach().numpy() for t in task.make_inputs(0)]
         model = task.make_model().eval()
         with torch.no_grad():
-            refs = _flat_torch(model(*task.make_inputs(0)))
+            refs = flat_outputs(model(*task.make_inputs(0)))
         mc = task.make_model().eval().to("cuda")
         tin = [torch.from_numpy(a.copy()).to("cuda") for a in inputs]
         compiled = _torch_compiled(mc, tin, res)

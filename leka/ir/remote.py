@@ -104,7 +104,7 @@ def request(tracker_host: str, tracker_port: int, key: str, timeout_s: float = 6
             summary = A.rpc_tracker_summary(tracker_host, tracker_port)
             if summary.get("queue_info", {}).get(key, {}).get("free", 0):
                 return A.rpc_request(tracker_host, tracker_port, key, session_timeout=session_timeout,
-                                     timeout_s=max(deadline - time.monotonic(), 0.1))
+                                     timeout_s=deadline - time.monotonic())
         except Exception as e:  # noqa: BLE001
             err = e
         time.sleep(0.5)
