@@ -96,7 +96,10 @@ def _threads() -> dict[str, int]:
 class Guard:
     """Snapshot now; `check()` raises if anything recorded has changed since."""
 
-    def __init__(self) -> None:
+    def __init__(self, read_proc: bool = True) -> None:
+        # read_proc False: a sandboxed worker (benchmark/sandbox.py), which opens no file once its
+        # filter is on; its signal masks are its own business there
+        self.read_proc = read_proc
         self._omp = _omp_runtimes()
         self.before = self.snapshot()
 
@@ -108,7 +111,7 @@ class Guard:
             **_threads(),
             **{f"omp_max_threads[{Path(p).name}]": int(f()) for p, f in self._omp},
             **{f"fp.{k}": v for k, v in _fp_env().items()},
-            **_signal_masks(),
+            **(_signal_masks() if self.read_proc else {}),
         }
         snap["environ"] = _c_environ()
         return snap

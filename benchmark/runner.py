@@ -168,6 +168,10 @@ class LocalFuture:
                     return  # being written: next round
                 if self.cap_gb is None and rec.get("cap_bytes"):
                     self.cap, self.cap_where = int(rec["cap_bytes"]), rec.get("cap_where", "derived")
+                if not rec.get("refs", True):  # the judge computes its references itself (sandboxed path)
+                    shutil.rmtree(self.refs_dir, ignore_errors=True)
+                    self.refs_dir = None
+                    return
                 self.refs_proc = _context().Process(target=_refs_child, args=(self.job, rec["seeds"], self.refs_dir),
                                                     daemon=False)
                 self.refs_proc.start()

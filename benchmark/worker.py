@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmark import baselines, gpu_timing, memory, process_state, timing
+from benchmark import baselines, gpu_timing, isolated, memory, process_state, sandbox, timing
 from benchmark import refs as refstore
 from benchmark.outputs import _nbytes, _np, compare  # noqa: F401 - re-exported (rpc_runner, tests)
 from benchmark.roots import load_root
@@ -113,6 +113,10 @@ class JobState:
     gpu: bool = False  # the backend's CUDA runtime (benchmark/gpu_timing.py): GPU lock, device timer, faults
     dmem: Any = None  # gpu_timing.DeviceMemory while this child holds the GPU
     torch_call: Any = None  # a torch / torch.compile baseline, compiled before the GPU lock
+    sandboxed: bool = False  # the candidate runs in a sandboxed worker (benchmark/isolated.py)
+    pool: Any = None  # sandbox.Pool: the input pool the workers map read-only
+    workers: dict[str, Any] = field(default_factory=dict)  # role -> sandbox.SandboxWorker
+    max_calls: int = 1  # calls one timing request may make (outputs held, window offsets)
 
 
 def prepare(st: JobState) -> bool:
@@ -139,15 +143,22 @@ def prepare(st: JobState) -> bool:
         _err(res, "bad_input", refused)
         return False
     st.seeds = _check_seeds(st)
-    if job.get("refs_dir"):  # the runner starts the reference process on this (benchmark/runner.py)
-        cap, where = memory.cap_bytes(cap_gb, st.footprint)
-        rec = {"cap_bytes": cap, "cap_where": where, "seeds": st.seeds}
-        Path(st.out_path + ".prepared.tmp").write_text(json.dumps(rec))
-        Path(st.out_path + ".prepared.tmp").replace(st.out_path + ".prepared")
-    st.cand = (ir.Candidate.model_validate(job["candidate"]) if job.get("candidate")
-               else ir.root_candidate(task, st.backend, st.root))
     st.target = A.make_target(st.backend)
     st.gpu = get_backend(st.backend).cuda
+    why = isolated.unsupported(st)
+    st.sandboxed = why is None
+    if why:
+        res.extra["sandbox"] = f"off: {why}"
+    if job.get("refs_dir"):  # the runner starts the reference process on this (benchmark/runner.py)
+        cap, where = memory.cap_bytes(cap_gb, st.footprint)
+        # sandboxed, the judge computes references itself: the candidate never runs in its process
+        rec = {"cap_bytes": cap, "cap_where": where, "seeds": st.seeds, "refs": not st.sandboxed}
+        Path(st.out_path + ".prepared.tmp").write_text(json.dumps(rec))
+        Path(st.out_path + ".prepared.tmp").replace(st.out_path + ".prepared")
+        if st.sandboxed:
+            job["refs_dir"] = None
+    st.cand = (ir.Candidate.model_validate(job["candidate"]) if job.get("candidate")
+               else ir.root_candidate(task, st.backend, st.root))
     # the GPU's timing holds no rotating outputs (gpu_timing): its VMs keep TVM's default allocator
     st.plan = (memory.timing_plan(st.footprint, cap_gb, cfg.get("timing_memory", "auto")) if not st.gpu
                else memory.STANDARD)
@@ -193,7 +204,13 @@ def build(st: JobState) -> bool:
         st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
     if st.gpu:
         _hold_gpu(st, dev)
-    st.runner = A.VMRunner(st.built.executable, dev, memory_cfg=st.plan.memory_cfg)
+    st.runner = A.VMRunner(st.built.executable, dev, memory_cfg=None if st.sandboxed else st.plan.memory_cfg)
+    if st.sandboxed:
+        try:
+            isolated.start(st)  # from here on the candidate runs only in its sandboxed worker
+        except (sandbox.WorkerDied, sandbox.WorkerError) as e:
+            _err(res, "runtime", f"starting the sandboxed worker: {e}")
+            return False
     return True
 
 
@@ -274,6 +291,8 @@ def check(st: JobState) -> bool:
     """Seed by seed: the candidate's run, then that seed's reference, compared chunk by chunk; only
     the first seeds' inputs and references stay (the timing rotates through them). A reference made
     in this process comes after the candidate's run of its seed."""
+    if st.sandboxed:
+        return isolated.check(st)
     res, t0 = st.res, time.perf_counter()
     seeds = st.seeds or _check_seeds(st)
     keep = _timing_sets(st, len(seeds))
@@ -334,7 +353,12 @@ def _guard_ok(st: JobState, where: str) -> bool:
 def profile_export(st: JobState) -> bool:
     """The profile (advice: its failure is noted, not fatal) and the exported library, on seed-0 data."""
     job = st.job
-    if job.get("profile"):
+    if job.get("profile") and st.sandboxed:
+        try:
+            st.profile = isolated.profile(st)
+        except Exception as e:  # noqa: BLE001 - a profile is advice; its failure is noted
+            st.profile = {"error": _short(e)}
+    elif job.get("profile"):
         try:
             from profilers.profile import profile_built
 
@@ -398,6 +422,8 @@ def time_step(st: JobState) -> bool:
         return True
     if st.gpu:
         return _gpu_time_step(st)
+    if st.sandboxed:
+        return isolated.time_step(st)
     n_sets = _timing_sets(st)
     base = baselines.make_timer(job["baseline"], task=st.task, root=st.root, backend=st.backend,
                                 target=st.target, inputs=st.inputs_by_seed[0], model=st.model,
@@ -472,6 +498,8 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
         _err(st.res, "bad_input", str(e))
     except Exception as e:  # noqa: BLE001 - anything else is still a result, with its traceback
         _err(st.res, "runtime", f"{_short(e)}\n{traceback.format_exc()[-1500:]}")
+    finally:
+        isolated.close(st)
     res = st.res
     if st.gpu and res.error and res.error_kind in ("runtime", "crash") and gpu_timing.is_cuda_fault(res.error):
         res.error_kind = "gpu_fault"  # sticky: this child's context dies with it

@@ -60,6 +60,11 @@ class EvaluatorConfig(_Section):
     fresh_seed: bool = True  # one more checked seed, drawn per evaluation
     static_check: bool = True  # L2 sources are scanned before the build (illegal_source)
     process_check: bool = True  # process-wide settings checked after each candidate run (process_state)
+    # issue 26: the candidate runs in a sandboxed worker process (benchmark/sandbox.py; llvm); the judge
+    # keeps inputs, references, clock and verdict. False: the candidate runs in the evaluation process
+    sandbox: bool = True
+    sandbox_slack_kib: int = Field(256, ge=1)  # per input: room for distinct window offsets (64 B apart)
+    sandbox_output_mib: int = Field(64, ge=1)  # outputs one timing request may hold (bounds its calls)
 
 
 class BaselineConfig(_Section):

@@ -36,8 +36,11 @@ from typing import Any
 
 SOURCE = r"""
 #include <tvm/ffi/any.h>
+#include <tvm/ffi/container/array.h>
+#include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/function.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -79,6 +82,74 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_rotating_loop(void*, const TVMF
       k = (k + 1 == n_sets) ? 0 : k + 1;
     }
     *rv = std::move(out);
+  });
+  *reinterpret_cast<ffi::Any*>(result) = std::move(loop);
+  TVM_FFI_SAFE_CALL_END();
+}
+
+// The sandboxed worker's loop (benchmark/sandbox.py). Each call gets its inputs as views at byte
+// offsets into the caller's input pools (prototype tensors give shape, dtype, device and the pool's
+// base), and every output of the request stays alive until the next request, so the judge can read
+// any call's output afterwards without the worker knowing beforehand which one it will read.
+struct ViewAlloc {
+  void AllocData(DLTensor* t, void* data) { t->data = data; }
+  void FreeData(DLTensor*) {}
+};
+
+static void flat_outputs(const ffi::Any& v, std::vector<int64_t>* out) {
+  if (auto t = v.as<ffi::Tensor>()) {
+    const DLTensor* d = t.value().GetDLTensorPtr();
+    out->push_back(reinterpret_cast<int64_t>(static_cast<char*>(d->data) + d->byte_offset));
+    out->push_back(static_cast<int64_t>(ffi::GetDataSize(*d)));
+    return;
+  }
+  if (auto a = v.as<ffi::Array<ffi::Any>>()) {
+    for (const ffi::Any& e : a.value()) flat_outputs(e, out);
+    return;
+  }
+  TVM_FFI_THROW(TypeError) << "window loop: an output that is neither a tensor nor a tuple of them";
+}
+
+// make_window_loop(f, proto_0, proto_1, ...) -> loop(number, offsets_addr, results_addr, results_cap)
+// offsets: int64[number * n_inputs] byte offsets from each prototype's data; results: (address, bytes)
+// of every output of every call, in call order; returns the int64 count written
+extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_window_loop(void*, const TVMFFIAny* args, int32_t num_args,
+                                                             TVMFFIAny* result) {
+  TVM_FFI_SAFE_CALL_BEGIN();
+  TVM_FFI_ICHECK_GE(num_args, 1) << "make_window_loop(f, protos...)";
+  const ffi::AnyView* a = reinterpret_cast<const ffi::AnyView*>(args);
+  ffi::Function f = a[0].cast<ffi::Function>();
+  auto protos = std::make_shared<std::vector<ffi::Tensor>>();
+  for (int32_t i = 1; i < num_args; ++i) protos->push_back(a[i].cast<ffi::Tensor>());
+  auto held = std::make_shared<std::vector<ffi::Any>>();
+  ffi::Function loop = ffi::Function::FromPacked([=](ffi::PackedArgs pa, ffi::Any* rv) {
+    TVM_FFI_ICHECK_EQ(pa.size(), 4) << "loop(number, offsets_addr, results_addr, results_cap)";
+    const int64_t number = pa[0].cast<int64_t>();
+    const int64_t* offsets = reinterpret_cast<const int64_t*>(pa[1].cast<int64_t>());
+    int64_t* results = reinterpret_cast<int64_t*>(pa[2].cast<int64_t>());
+    const int64_t cap = pa[3].cast<int64_t>();
+    const size_t k = protos->size();
+    held->clear();  // the previous request's outputs go back to the allocator
+    held->reserve(static_cast<size_t>(number));
+    std::vector<ffi::Any> views(k);
+    std::vector<ffi::AnyView> argv(k);
+    for (int64_t i = 0; i < number; ++i) {
+      for (size_t j = 0; j < k; ++j) {
+        const ffi::Tensor& p = (*protos)[j];
+        char* base = static_cast<char*>(p.data_ptr()) + p.byte_offset();
+        views[j] = ffi::Tensor::FromNDAlloc(ViewAlloc(), p.shape(), p.dtype(), p.device(),
+                                            static_cast<void*>(base + offsets[i * k + j]));
+        argv[j] = views[j];
+      }
+      ffi::Any out;
+      f.CallPacked(argv.data(), static_cast<int32_t>(k), &out);
+      held->push_back(std::move(out));
+    }
+    std::vector<int64_t> flat;
+    for (const ffi::Any& o : *held) flat_outputs(o, &flat);
+    TVM_FFI_ICHECK_LE(static_cast<int64_t>(flat.size()), cap) << "window loop: results buffer too small";
+    std::copy(flat.begin(), flat.end(), results);
+    *rv = static_cast<int64_t>(flat.size());
   });
   *reinterpret_cast<ffi::Any*>(result) = std::move(loop);
   TVM_FFI_SAFE_CALL_END();
@@ -143,18 +214,20 @@ def library(cache_dir: str | os.PathLike | None = None) -> Path:
     return out
 
 
-def _factory(cache_dir: str | os.PathLike | None = None) -> Callable[..., Any]:
-    """The loaded `make_rotating_loop` (see the module docstring); CallLoopUnavailable if it cannot be."""
+def _factory(cache_dir: str | os.PathLike | None = None, name: str = "make_rotating_loop") -> Callable[..., Any]:
+    """The loaded `make_rotating_loop` / `make_window_loop` (see the module docstring);
+    CallLoopUnavailable if it cannot be."""
     import tvm_ffi
 
     with _lock:
         path = str(library(cache_dir))
-        if path not in _loaded:
+        key = f"{path}:{name}"
+        if key not in _loaded:
             try:
-                _loaded[path] = tvm_ffi.load_module(path)["make_rotating_loop"]
+                _loaded[key] = tvm_ffi.load_module(path)[name]
             except Exception as e:  # noqa: BLE001 - a broken cache entry or ABI: say so, the caller falls back
                 raise CallLoopUnavailable(f"loading {path}: {e}") from e
-        return _loaded[path]
+        return _loaded[key]
 
 
 def hold_for(n_sets: int) -> int:
@@ -181,5 +254,21 @@ def rotating_loop(f: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
         # `_args` keeps the arguments alive as long as the loop: tensors reach the C++ side as raw
         # DLTensor pointers it does not own
         return loop(int(number), int(k))
+
+    return run
+
+
+def window_loop(f: Callable[..., Any], protos: Sequence[Any], cache_dir: str | os.PathLike | None = None):
+    """`run(number, offsets_addr, results_addr, results_cap) -> int64s written`: `number` calls of the
+    TVM function `f` in C++, call i on views of `protos` (tensors over the input pools) shifted by the
+    byte offsets `offsets[i * len(protos) + j]`; every output stays alive until the next run, and the
+    (address, bytes) of each is written to `results` (benchmark/sandbox.py)."""
+    make = _factory(cache_dir, "make_window_loop")
+    keep = list(protos)  # the views' pools outlive the loop's raw pointers into them
+    loop = make(f, *keep)
+
+    def run(number: int, offsets_addr: int, results_addr: int, results_cap: int) -> int:
+        run.keep = keep  # type: ignore[attr-defined]
+        return int(loop(int(number), int(offsets_addr), int(results_addr), int(results_cap)))
 
     return run

@@ -181,3 +181,44 @@ def time_flushed(runner: VMRunner, dev_args: Sequence[Any], number: int, flusher
     te = runner.vm.module.time_evaluator("main", runner.dev, number=1, repeat=max(1, number), min_repeat_ms=0,
                                          cache_flush_bytes=flusher.nbytes)
     return float(te(*dev_args).mean)
+
+
+def _pool_view(buf, start: int, byte_offset: int, shape: Sequence[int], dtype: str):
+    """A TVM tensor viewing `buf` (the read-only input pool of a sandboxed worker) at one window,
+    without a copy: numpy -> torch -> DLPack (numpy will not export a read-only array itself)."""
+    import warnings
+
+    import torch
+
+    n = int(np.prod(shape, dtype=np.int64))
+    arr = np.frombuffer(buf, dtype=dtype, count=n, offset=start + byte_offset).reshape(tuple(shape))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "not writable": a write faults, as intended
+        t = torch.from_numpy(arr)
+    return tvm.runtime.from_dlpack(t)
+
+
+def sandbox_runner(runner: VMRunner, buf, starts: Sequence[int], specs: Sequence[tuple[Sequence[int], str]],
+                   cache_dir: str | None = None):
+    """What a sandboxed worker serves for a VM (benchmark/sandbox.py): `run(number, offsets_addr,
+    results_addr, cap)` (the C++ window loop over views of the pool) and `profile(offsets, repeat)`
+    (per-kernel times on one window). Made before the worker's filter closes: the loop's library is
+    loaded and TVM's thread pool started here."""
+    protos = [_pool_view(buf, s, 0, shape, dtype) for s, (shape, dtype) in zip(starts, specs, strict=True)]
+    run = call_loop.window_loop(runner.vm["main"], protos, cache_dir)
+    # a VM of its own: the profile's instrument (a Python callback per call) must not stay on the timed VM
+    prof = VMRunner(runner.ex, runner.dev)
+
+    def profile(offsets: Sequence[int], repeat: int) -> tuple[list[dict], float]:
+        args = [_pool_view(buf, s, int(o), shape, dtype)
+                for s, o, (shape, dtype) in zip(starts, offsets, specs, strict=True)]
+        return prof.profile_kernels(args, repeat=repeat)
+
+    return run, profile
+
+
+def start_thread_pool(threads: int) -> None:
+    """TVM's worker threads, made now (a sandboxed worker may not create threads later)."""
+    f = tvm.get_global_func("runtime.config_threadpool", True)
+    if f is not None:
+        f(0, int(threads))

@@ -1,0 +1,317 @@
+"""The judge's half of a sandboxed evaluation (benchmark/sandbox.py has the worker's): the checked
+runs, the profile and the paired timing, each as requests to workers the judge forked after the build.
+
+- **Check.** Per seed the pool is filled with that seed's inputs (window 0) and, for the first seed, a
+  poison call on other valid inputs (a shifted window) comes first; the seed call's outputs are read
+  out of the stopped worker and compared with the PyTorch reference, computed here, by the judge,
+  after the candidate's run. The inputs are compared with what was written (the worker maps them
+  read-only, so a write would have faulted).
+- **Timing.** Before every request the pool gets fresh contents (new seeds of the task's own input
+  distribution), every call of a request gets its own window offsets (distinct within the request), the
+  number of calls is drawn at random below the planned `number`, and after the answer one call, drawn
+  at random, is checked: its output against the other arm's output on the same inputs (an untimed
+  one-call request to the other worker), at twice the task's tolerance. The clock is the judge's,
+  around the request. Both arms go through exactly this path, so whatever it costs, both pay it.
+
+No tvm import here.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from typing import Any
+
+import numpy as np
+
+from benchmark import baselines, memory, sandbox, timing
+from benchmark.outputs import _np, compare
+from benchmark.process_state import ProcessStateChanged
+from leka import tvm_adapter as A
+
+SYSRAND = random.SystemRandom()
+
+
+def unsupported(st: Any) -> str | None:
+    """Why this job runs the candidate in the judge's own process (the pre-sandbox path), or None."""
+    if not st.cfg.get("sandbox", True):
+        return "evaluator.sandbox is false"
+    if not sys.platform.startswith("linux"):
+        return f"no sandbox on {sys.platform}"
+    if st.gpu or st.backend != "llvm":
+        return f"backend {st.backend}: its candidates still run in the evaluation process (docs/threat_model.md)"
+    for _, d in st.root.outputs:
+        try:
+            np.dtype(d)
+        except TypeError:
+            return f"output dtype {d} has no numpy type to read it back as"
+    return None
+
+
+def _specs(st: Any) -> list[sandbox.InputSpec]:
+    return [sandbox.InputSpec(tuple(a.shape), str(a.dtype)) for a in (_np(t) for t in st.task.make_inputs(0))]
+
+
+def _make(st: Any):
+    return lambda seed: [_np(t) for t in st.task.make_inputs(seed)]
+
+
+def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool) -> sandbox.Served:
+    shapes = [(s.shape, s.dtype) for s in specs]
+    cache = str(baselines.cache_root(st.job.get("cache_dir")))
+    threads = int(st.job.get("threads", 2))
+    return sandbox.Served(
+        setup=lambda buf, pool: A.sandbox_runner(runner, buf, pool.starts, shapes, cache),
+        n_outputs=len(st.root.outputs), out_bytes=[], threads=threads, sandbox=True, guard=guard,
+        warm=lambda: A.start_thread_pool(threads))
+
+
+def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Served:
+    """torch / ONNX Runtime baselines: trusted code in a worker of its own (not sandboxed: torch.compile
+    and ONNX Runtime open files and start threads), calls in a Python loop."""
+    import ctypes
+
+    threads = int(st.job.get("threads", 2))
+    model = st.model
+
+    def setup(buf, pool):
+        import torch
+
+        torch.set_num_threads(threads)
+        views: dict[tuple[int, int], Any] = {}
+
+        def view(i: int, off: int):
+            key = (i, off)
+            if key not in views:
+                s = specs[i]
+                arr = np.frombuffer(buf, dtype=s.dtype, count=s.numel, offset=pool.starts[i] + off).reshape(s.shape)
+                views[key] = torch.from_numpy(arr) if kind == "torch" else arr
+            return views[key]
+
+        if kind == "ort":
+            sess, _ = baselines.ort_session(model, [view(i, 0) for i in range(len(specs))])
+            names = [x.name for x in sess.get_inputs()]
+
+            def call(args):
+                return sess.run(None, dict(zip(names, args, strict=True)))
+        else:
+            def call(args):
+                with torch.no_grad():
+                    return model(*args)
+
+        held: list[Any] = []
+        k = len(specs)
+
+        def run(n: int, offsets_addr: int, results_addr: int, cap: int) -> int:
+            offs = np.ctypeslib.as_array((ctypes.c_int64 * (n * k)).from_address(offsets_addr))
+            held.clear()
+            for c in range(n):
+                held.append(call([view(i, int(offs[c * k + i])) for i in range(k)]))
+            flat: list[int] = []
+            for out in held:
+                for t in _flat(out):
+                    flat += [t[0], t[1]]
+            res = np.ctypeslib.as_array((ctypes.c_int64 * cap).from_address(results_addr))
+            res[:len(flat)] = flat
+            return len(flat)
+
+        def _flat(out) -> list[tuple[int, int]]:
+            if isinstance(out, (list, tuple)):
+                return [x for o in out for x in _flat(o)]
+            if isinstance(out, torch.Tensor):
+                t = out if out.is_contiguous() else out.contiguous()
+                held.append(t)  # alive until the next request
+                return [(t.data_ptr(), t.numel() * t.element_size())]
+            a = np.ascontiguousarray(out)
+            held.append(a)
+            return [(a.ctypes.data, a.nbytes)]
+
+        return run, None
+
+    return sandbox.Served(setup=setup, n_outputs=len(st.root.outputs), out_bytes=[], threads=threads,
+                          sandbox=False, guard=False)
+
+
+def start(st: Any) -> None:
+    """Fork the candidate's worker (and the baseline's, when this job times): call after the build."""
+    cfg = st.cfg
+    specs = _specs(st)
+    st.pool = pool = sandbox.Pool(specs, int(cfg.get("sandbox_slack_kib", 256)) * 1024)
+    cap, _ = memory.cap_bytes(st.job.get("memory_cap_gb", cfg.get("memory_cap_gb")), st.footprint)
+    guard = bool(cfg.get("process_check", True))
+    A.call_loop.library(str(baselines.cache_root(st.job.get("cache_dir"))))  # compiled here: workers only load it
+    st.workers = {}
+    st.workers["candidate"] = sandbox.start(_vm_served(st, st.runner, specs, guard), pool, "candidate",
+                                            data_limit=cap)
+    if st.job.get("time") and st.job.get("baseline"):
+        kind = st.job["baseline"]
+        if kind in ("untuned", "tuned"):
+            base = st.base_prep.result() if st.base_prep is not None else baselines.prebuild(
+                kind, task=st.task, root=st.root, backend=st.backend, target=st.target, ms_dir=st.job.get("ms_dir"),
+                cache_dir=st.job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True))
+            served = _vm_served(st, base, specs, guard=False)
+        else:
+            st.model = st.model or st.task.make_model()
+            served = _py_served(st, kind, specs)
+        st.workers["baseline"] = sandbox.start(served, pool, "baseline", data_limit=cap)
+    pool.map_rw()
+    out_bytes = max(1, st.root.output_bytes)
+    st.max_calls = max(1, min(pool.positions, int(cfg.get("sandbox_output_mib", 64)) * 2**20 // out_bytes))
+    st.res.extra["sandbox"] = ", ".join(st.workers["candidate"].layers) or "process only"
+
+
+def close(st: Any) -> None:
+    for w in (getattr(st, "workers", None) or {}).values():
+        w.close()
+    if getattr(st, "pool", None) is not None:
+        st.pool.close()
+
+
+def _like(st: Any) -> list[tuple[tuple[int, ...], str]]:
+    return [(tuple(s), str(d)) for s, d in st.root.outputs]
+
+
+def _fail(st: Any, e: BaseException, where: str) -> bool:
+    from benchmark.worker import _err
+
+    if isinstance(e, sandbox.WorkerDied):
+        _err(st.res, "crash", f"{where}: {e}")
+    elif isinstance(e, sandbox.ShapeMismatch):
+        _err(st.res, "shape", f"{where}: {e}")
+    else:
+        _err(st.res, "runtime", f"{where}: {e}")
+    return False
+
+
+def check(st: Any) -> bool:
+    """Seed by seed through the candidate's worker (see the module docstring)."""
+    import time
+
+    from benchmark.worker import _err, _references
+
+    res, t0 = st.res, time.perf_counter()
+    w, pool, make = st.workers["candidate"], st.pool, _make(st)
+    zero = [0] * len(pool.specs)
+    max_abs = max_rel = 0.0
+    try:
+        for n, seed in enumerate(st.seeds):
+            inputs = make(seed)
+            pool.fill(make, seed, slack_seed=SYSRAND.randrange(10**6, 2**31 - 10**5))
+            rows = [zero]
+            if st.cfg.get("poison", True) and n == 0:
+                rows = [[pool.slack] * len(pool.specs), zero]  # other valid inputs first
+            calls = w.run(rows)
+            outs = w.read_outputs(calls.outputs[-1], _like(st))
+            if calls.process_state and st.cfg.get("process_check", True):
+                _err(res, "process_state", f"after the candidate's run (seed {seed}): {calls.process_state}")
+                return False
+            for i, a in enumerate(inputs):
+                if not np.array_equal(a, pool.window(i, 0), equal_nan=True):
+                    _err(res, "input_mutated", f"seed {seed}: input {i} changed")
+                    return False
+            refs = _references(st, seed)
+            kind, msg, ea, er = compare(outs, refs, st.atol, st.rtol)
+            if not math.isnan(ea):
+                max_abs, max_rel = max(max_abs, ea), max(max_rel, er)
+            if kind:
+                res.max_abs_err, res.max_rel_err = (None if math.isnan(ea) else ea), (None if math.isnan(er) else er)
+                _err(res, kind, f"seed {seed}: {msg}")
+                return False
+            if n == 0:
+                st.inputs_by_seed.append(inputs)
+            del outs, refs
+    except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
+        return _fail(st, e, f"seed {seed}")
+    finally:
+        res.check_s = time.perf_counter() - t0
+    res.max_abs_err, res.max_rel_err = max_abs, max_rel
+    res.correct = True
+    res.peak_memory_bytes = int((res.planned_memory_bytes or 0) + sum(a.nbytes for a in st.root.params.values())
+                                + sum(s.nbytes for s in pool.specs) + st.root.output_bytes)
+    return True
+
+
+def profile(st: Any) -> dict:
+    """Per-kernel times measured in the candidate's worker on seed-0 inputs (advice, as before); the
+    report itself (FLOPs, bytes, roofline) is made here from the built module."""
+    from profilers.profile import profile_built
+
+    make = _make(st)
+    st.pool.fill(make, 0, slack_seed=SYSRAND.randrange(10**6, 2**31 - 10**5))
+    measured = st.workers["candidate"].profile([0] * len(st.pool.specs), repeat=5)
+    rep = profile_built(st.built, None, st.target, backend=st.backend, candidate=st.cand, measured=measured)
+    return rep.model_dump(mode="json")
+
+
+def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
+    """The two arms' Timers (see the module docstring)."""
+    pool, make, like = st.pool, _make(st), _like(st)
+    cw, bw = st.workers["candidate"], st.workers["baseline"]
+    atol, rtol = 2 * st.atol, 2 * st.rtol
+    guard = bool(st.cfg.get("process_check", True))
+    rng = random.Random(SYSRAND.getrandbits(64))
+
+    def arm(me: sandbox.SandboxWorker, other: sandbox.SandboxWorker, role: str) -> timing.Timer:
+        calibrated = [False]
+
+        def sample(number: int) -> float:
+            if number == 1 and not calibrated[0]:
+                # the warm-up: a request costs ~0.1 ms of its own (signals, the socket), so one call says
+                # little about a call's time; grow the request until it lasts a few ms, as a sample will
+                calibrated[0] = True
+                n, t = 1, one(1)
+                while n < st.max_calls and t * n < 2e-3:
+                    n = min(st.max_calls, n * 4)
+                    t = one(n, draw=False)
+                return t
+            return one(number)
+
+        def one(number: int, draw: bool = True) -> float:
+            n = max(1, min(int(number), st.max_calls))
+            if n > 1 and draw:  # drawn per sample: a kernel cannot count its way to the checked call
+                n = rng.randint(max(1, (3 * n + 3) // 4), n)
+            pool.fill(make, rng.randrange(10**6, 2**31 - 10**5), slack_seed=rng.randrange(10**6, 2**31 - 10**5))
+            per_input = [rng.sample(range(pool.positions), n) for _ in pool.specs]
+            rows = [[per_input[i][c] * sandbox.ALIGN for i in range(len(pool.specs))] for c in range(n)]
+            calls = me.run(rows)
+            if guard and role == "candidate" and calls.process_state:
+                raise ProcessStateChanged(calls.process_state)
+            j = rng.randrange(n)
+            mine = me.read_outputs(calls.outputs[j], like)
+            theirs = other.read_outputs(other.run([rows[j]]).outputs[0], like)
+            cand, base = (mine, theirs) if role == "candidate" else (theirs, mine)
+            kind, msg, _, _ = compare(cand, base, atol, rtol)
+            if kind:
+                raise timing.StaleOutput(f"timed call {j + 1} of {n} of a {role} sample, against the other arm "
+                                         f"on the same inputs: {msg}")
+            return calls.seconds / n
+
+        return timing.Timer(sample, "sandbox")
+
+    return arm(cw, bw, "candidate"), arm(bw, cw, "baseline")
+
+
+def time_step(st: Any) -> bool:
+    from benchmark.worker import _err
+
+    res, cfg = st.res, st.cfg
+    cand, base = timers(st)
+    try:
+        tm = timing.paired_timing(cand, base, cfg)
+    except timing.StaleOutput as e:
+        res.correct = False
+        _err(res, "stale_output", f"{e} (the checked runs passed: the kernel returns a result it did not compute "
+             "for these inputs, or finishes after returning)")
+        return False
+    except ProcessStateChanged as e:
+        _err(res, "process_state", f"during timing: {e}")
+        return False
+    except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
+        res.correct = False
+        return _fail(st, e, "timing")
+    timing.record(res, tm, cfg["max_spread"])
+    res.extra["timer"] = "candidate sandbox, baseline sandbox" if st.workers["baseline"].layers else \
+        "candidate sandbox, baseline worker (trusted, not sandboxed)"
+    res.extra["max_calls"] = st.max_calls
+    return True

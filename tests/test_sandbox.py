@@ -1,0 +1,274 @@
+"""Issue 26: the judge does not trust the code it judges. Each class of attack that fooled the evaluator
+while candidates ran inside it, written as an L2 C++ kernel for the tiny task (y = relu(x) * w + x, 4x64)
+with the static check off (so that the process boundary alone is under test): it is rejected or gains
+nothing over the honest kernel of the same task, and nothing it tries reaches the judge or the machine."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmark.evaluator import Evaluator
+from benchmark.task import load_task_file
+from leka import ir
+from leka.core.config import EvaluatorConfig
+from leka.ir import L2Entry
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")
+
+DATA = Path(__file__).parent / "data"
+HEAD = "#include <cstdint>\n#include <cstring>\n"
+COMPUTE = r"""
+static inline void compute(const float* x, const float* w, float* out) {
+  volatile float sink = 0.f;
+  for (int r = 0; r < REPS; ++r)
+    for (int i = 0; i < 256; ++i) sink = sink + x[i] * 1e-30f;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 64; ++j) {
+      float v = x[i * 64 + j];
+      out[i * 64 + j] = (v > 0.f ? v : 0.f) * w[j] + v;
+    }
+}
+"""
+HONEST = HEAD + COMPUTE + r"""
+extern "C" int32_t ENTRY(float* x, float* w, float* out) { compute(x, w, out); return 0; }
+"""
+# the evaluation process's own interpreter, reached through its C API (the symbols resolve at load
+# time): it replaces the judge's comparison, leaves a file behind, and returns garbage
+PYTHON_API = HEAD + r"""
+extern "C" int PyRun_SimpleString(const char*);
+extern "C" int PyGILState_Ensure(void);
+extern "C" void PyGILState_Release(int);
+extern "C" int32_t ENTRY(float* x, float* w, float* out) {
+  int g = PyGILState_Ensure();
+  PyRun_SimpleString(
+      "import benchmark.outputs as o, benchmark.isolated as i\n"
+      "o.compare = i.compare = lambda *a, **k: (None, '', 0.0, 0.0)\n"
+      "open('MARKER', 'w').write('ran in the judge')\n");
+  PyGILState_Release(g);
+  for (int i = 0; i < 256; ++i) out[i] = 12345.f;
+  return 0;
+}
+"""
+# a well-formed result where the judge would read its own, then an exit: the judge's answer file is
+# found next to the step marker every evaluation writes
+FAKE_RESULT = HEAD + r"""
+#include <cstdio>
+#include <cstdlib>
+#include <dirent.h>
+extern "C" int32_t ENTRY(float* x, float* w, float* out) {
+  DIR* d = opendir("/tmp");
+  if (d) {
+    while (dirent* e = readdir(d)) {
+      const char* n = e->d_name;
+      size_t len = strlen(n);
+      if (strncmp(n, "leka-eval-", 10) == 0 && len > 5 && strcmp(n + len - 5, ".step") == 0) {
+        char path[512];
+        snprintf(path, sizeof path, "/tmp/%.*s", (int)(len - 5), n);
+        FILE* f = fopen(path, "w");
+        if (f) {
+          fputs("{\"result\": {\"task\": \"tiny\", \"backend\": \"llvm\", \"compiled\": true, \"correct\": true,"
+                " \"speedup\": 999.0, \"timing_valid\": true}}", f);
+          fclose(f);
+        }
+      }
+    }
+    closedir(d);
+  }
+  _Exit(0);
+}
+"""
+# files the judge's user can read (reference outputs once sat on disk): read with the calls the lexical
+# check missed, declared by hand. It computes honestly, and poisons its output only if the read worked
+READS_FILES = HEAD + COMPUTE + r"""
+extern "C" void* fopen64(const char*, const char*);
+extern "C" unsigned long fread_unlocked(void*, unsigned long, unsigned long, void*);
+extern "C" void* opendir(const char*);
+extern "C" int32_t ENTRY(float* x, float* w, float* out) {
+  compute(x, w, out);
+  char buf[8] = {0};
+  void* f = fopen64("SECRET", "rb");
+  if (f && fread_unlocked(buf, 1, 7, f) > 0) out[0] = 1e30f;  // it could read the user's files
+  if (opendir("/")) out[1] = 1e30f;  // it could list them
+  return 0;
+}
+"""
+# output caches behind const pointers to heap state (accepted by the lexical state rule), keyed on
+# sampled input values and on the input buffers' addresses, 64 slots
+MEMO = HEAD + COMPUTE + r"""
+struct Slot { const float* at; float key[3]; float out[256]; bool used; };
+static Slot* const slots = new Slot[64]();
+extern "C" int32_t ENTRY(float* x, float* w, float* out) {
+  float key[3] = {x[0], x[77], x[255]};
+  for (int s = 0; s < 64; ++s) {
+    Slot& e = slots[s];
+    if (e.used && (e.at == x || std::memcmp(e.key, key, sizeof key) == 0)) {
+      std::memcpy(out, e.out, sizeof e.out);
+      return 0;
+    }
+  }
+  compute(x, w, out);
+  Slot& e = slots[(reinterpret_cast<uintptr_t>(x) >> 6) % 64];
+  e.at = x; std::memcpy(e.key, key, sizeof key); std::memcpy(e.out, out, sizeof e.out); e.used = true;
+  return 0;
+}
+"""
+# computes only the call it expects to be checked: it learns a sample's length from the gaps between
+# calls (a gap of over 50 us starts a sample) and computes the last call of each and every call of a
+# sample whose length it does not know yet
+ONLY_CHECKED = HEAD + "#include <chrono>\n" + COMPUTE + r"""
+struct Learnt { long in_sample; long last_len; long long last_ns; };
+static Learnt* const L = new Learnt{0, 0, 0};
+extern "C" int32_t ENTRY(float* x, float* w, float* out) {
+  long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (now - L->last_ns > 50000) { L->last_len = L->in_sample; L->in_sample = 0; }
+  L->last_ns = now;
+  ++L->in_sample;
+  if (L->last_len <= 1 || L->in_sample >= L->last_len) compute(x, w, out);
+  return 0;
+}
+"""
+WRITES_INPUT = HEAD + COMPUTE + r"""
+extern "C" int32_t ENTRY(float* x, float* w, float* out) { compute(x, w, out); x[3] = 0.f; return 0; }
+"""
+# signals the judge (its parent) to die, then computes honestly
+KILLS_JUDGE = HEAD + COMPUTE + r"""
+extern "C" int kill(int, int);
+extern "C" int getppid(void);
+extern "C" int32_t ENTRY(float* x, float* w, float* out) { kill(getppid(), 9); compute(x, w, out); return 0; }
+"""
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_task_file(DATA / "tiny_task.py")
+
+
+@pytest.fixture(scope="module")
+def root(task):
+    return ir.import_root(task)
+
+
+def _ev(tmp_path, **over) -> Evaluator:
+    cfg = EvaluatorConfig(timeout_s=120, memory_cap_gb=2.0, timing_budget_s=1.0, static_check=False, **over)
+    return Evaluator(cfg, cache_dir=str(tmp_path / "cache"))
+
+
+def _cand(task, root, src: str, name: str, reps: int = 0, **subs: str):
+    from leka import tvm_adapter as A
+
+    cand = ir.root_candidate(task, root=root)
+    layers = ir.lower_layers(cand, A.make_target("llvm"), root.params)
+    ((kernel, key),) = list(layers.l2_keys.items())
+    entry = f"leka_{name}"
+    text = src.replace("ENTRY", entry).replace("REPS", str(reps))
+    for k, v in subs.items():
+        text = text.replace(k, v)
+    return cand.model_copy(update={"l2": {key: L2Entry(kernel=kernel, language="cpp", text=text, entry=entry)}})
+
+
+def test_honest_kernel_is_judged_in_the_sandbox(task, root, tmp_path):
+    res = _ev(tmp_path).evaluate(task, _cand(task, root, HONEST, "sb_honest"))
+    assert res.correct and res.error_kind in (None, "timing_invalid"), (res.error_kind, res.error)
+    assert res.speedup and res.speedup > 0
+    assert "seccomp" in res.extra["sandbox"], res.extra
+    assert res.extra["timer"].startswith("candidate sandbox"), res.extra
+
+
+def test_python_c_api_kernel_changes_nothing_in_the_judge(task, root, tmp_path):
+    marker = tmp_path / "ran"
+    cand = _cand(task, root, PYTHON_API, "sb_pyapi", MARKER=str(marker))
+    res = _ev(tmp_path).evaluate(task, cand)
+    assert not res.correct and res.error_kind in ("mismatch", "crash", "runtime"), (res.error_kind, res.error)
+    assert not marker.exists()
+
+
+def test_fake_result_file_is_not_read(task, root, tmp_path):
+    res = _ev(tmp_path).evaluate(task, _cand(task, root, FAKE_RESULT, "sb_fake"))
+    assert res.error_kind == "crash" and not res.correct and res.speedup is None, (res.error_kind, res.error)
+    assert "handshake" in res.error or "died" in res.error
+
+
+def test_kernel_cannot_read_or_list_files(task, root, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("api-key")
+    res = _ev(tmp_path).evaluate(task, _cand(task, root, READS_FILES, "sb_reads", SECRET=str(secret)),
+                                 time_it=False)
+    # had fopen64 or opendir worked, its output would carry 1e30 and fail
+    assert res.correct, (res.error_kind, res.error)
+
+
+def test_memo_behind_const_pointers_gains_nothing(task, root, tmp_path):
+    reps = 400
+    ev = _ev(tmp_path)
+    honest = ev.evaluate(task, _cand(task, root, HONEST, "sb_memo_honest", reps=reps))
+    memo = ev.evaluate(task, _cand(task, root, MEMO, "sb_memo", reps=reps))
+    assert honest.correct and honest.speedup, (honest.error_kind, honest.error)
+    if memo.error_kind == "stale_output":
+        assert not memo.correct
+    else:  # a memcpy against 100k dependent adds would read as ~100x: every call computed
+        assert memo.correct and memo.speedup <= 1.2 * honest.speedup, (memo.speedup, honest.speedup)
+
+
+def test_kernel_that_computes_only_the_checked_call_is_stale(task, root, tmp_path):
+    res = _ev(tmp_path).evaluate(task, _cand(task, root, ONLY_CHECKED, "sb_only_checked", reps=200))
+    assert res.error_kind == "stale_output" and not res.correct, (res.error_kind, res.error, res.speedup)
+
+
+def test_write_into_an_input_faults(task, root, tmp_path):
+    res = _ev(tmp_path).evaluate(task, _cand(task, root, WRITES_INPUT, "sb_writes"), time_it=False)
+    assert res.error_kind == "crash" and "SIGSEGV" in res.error, (res.error_kind, res.error)
+
+
+def test_kernel_cannot_signal_its_judge(task, root, tmp_path):
+    res = _ev(tmp_path).evaluate(task, _cand(task, root, KILLS_JUDGE, "sb_kill"))
+    assert res.correct and res.speedup, (res.error_kind, res.error)
+
+
+def test_worker_has_no_environment_and_no_files(task, root, tmp_path, monkeypatch):
+    """What a worker sees, asked through the Python C API from a kernel: it reports into its output
+    (the only channel it has), which the judge then reads as a mismatch."""
+    monkeypatch.setenv("LEKA_TEST_SECRET_KEY", "sk-should-not-leak")
+    src = HEAD + r"""
+extern "C" char* getenv(const char*);
+extern "C" int32_t ENTRY(float* x, float* w, float* out) {
+  for (int i = 0; i < 256; ++i) out[i] = 0.f;
+  if (getenv("LEKA_TEST_SECRET_KEY")) out[0] = 1.f;
+  if (getenv("HOME")) out[1] = 1.f;
+  if (getenv("OMP_NUM_THREADS")) out[2] = 1.f;
+  return 0;
+}
+"""
+    res = _ev(tmp_path).evaluate(task, _cand(task, root, src, "sb_env"), time_it=False)
+    assert res.error_kind == "mismatch", (res.error_kind, res.error)
+    # out[0..2] = (0, 0, 1): the key and HOME are gone, the worker's own thread setting is there
+    assert "max abs err" in res.error
+
+
+def test_sandbox_off_runs_in_the_evaluation_process(task, root, tmp_path):
+    res = _ev(tmp_path, sandbox=False).evaluate(task, _cand(task, root, HONEST, "sb_off"), time_it=False)
+    assert res.correct and res.extra["sandbox"].startswith("off:"), res.extra
+
+
+def test_worker_protocol_rejects_malformed_answers():
+    from benchmark import sandbox
+
+    a, b = __import__("socket").socketpair()
+    w = sandbox.SandboxWorker(pid=-1, sock=a, role="candidate", n_outputs=1, out_bytes=[], layers=[])
+    w._stopped = False
+    w._cont = lambda: None  # type: ignore[method-assign]
+    w._stop = lambda: None  # type: ignore[method-assign]
+    sandbox._send(b, {"out": "not a list"})
+    with pytest.raises(sandbox.WorkerDied):
+        w.run([[0]])
+    sandbox._send(b, {"out": [1, 2, 3]})  # three numbers for one call's one output
+    with pytest.raises(sandbox.WorkerDied):
+        w.run([[0]])
+    b.sendall(b"\x05\x00\x00\x00\x00\x00\x00\x00{bad}")
+    with pytest.raises(sandbox.WorkerDied):
+        w.run([[0]])
+    assert json.loads(json.dumps({"ok": 1}))  # the protocol is JSON, never pickle
