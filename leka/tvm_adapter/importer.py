@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import threading
+import types
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -13,6 +15,7 @@ import tvm_ffi
 from tvm import relax
 from tvm.relax.frontend.torch import from_exported_program
 
+from leka.core.script_guard import NAMESPACES, check_tvmscript
 from leka.tvm_adapter.errors import ImportFailure, first_line
 
 # bumped whenever the importer's output changes for the same model (cached roots are keyed by it):
@@ -147,10 +150,61 @@ def load_relax(text: str, module_json: str | None = None) -> tvm.IRModule:
 PARSE_LOCK = threading.RLock()
 
 
+# The DSL's modules an attribute chain may pass through: the namespaces and Relax's op groups (`R.nn`,
+# `R.image`, ...). Others in reach are the parser's implementation and its imports (`R.parser`, `T.ir`,
+# `Tx.functools`, and through them `tvm`, `os`, ...).
+_DSL_MODULES = frozenset({
+    "tvm.script.parser.ir", "tvm.relax.script.parser", "tvm.tirx.script.parser", "tvm.tirx.script.tile",
+    "tvm.tirx.script", "tvm.relax.script.parser.dist",
+} | {f"tvm.relax.op.{g}" for g in ("builtin", "ccl", "grad", "image", "memory", "nn", "vision", "vm")})
+# Names that act at parse time beyond building IR: a Python function in the module, a new namespace.
+_PARSE_TIME_EFFECTS = frozenset({"pyfunc", "register_script_namespace"})
+
+
+@lru_cache(maxsize=1)
+def _script_namespaces() -> dict[str, Any]:
+    """TVM's own parse namespace without `tvm` (and through it `tvm.os`), and with builtins reduced to
+    `float` (the non-finite constants): a name the text never bound, looked up by TVM's `eval`, then
+    finds nothing. `_default_globals` is TVM's (private) default, so a new namespace TVM adds is seen."""
+    from tvm.script.parser.core.entry import _default_globals
+
+    ns = {k: v for k, v in _default_globals().items() if k in NAMESPACES}
+    ns["__builtins__"] = {"float": float}
+    return ns
+
+
+@lru_cache(maxsize=4096)
+def _resolve_chain(chain: tuple[str, ...], as_value: bool) -> str | None:
+    """Why the attribute chain `R.nn.conv2d` (as a tuple) may not be used, or None. A DSL module may be
+    passed through but not used as a value (`x = R.nn; x.parser` would escape this check)."""
+    obj: Any = _script_namespaces().get(chain[0])
+    if obj is None:
+        return None  # `metadata`: TVM's parser reads it itself
+    for name in chain[1:]:
+        if name in _PARSE_TIME_EFFECTS:
+            return f"{name!r} acts at parse time beyond building IR"
+        obj = getattr(obj, name, None)
+        if obj is None:
+            return None  # not there: TVM's parser says so in its own words
+        if isinstance(obj, types.ModuleType) and obj.__name__ not in _DSL_MODULES:
+            return f"{name!r} is the module {obj.__name__}, not part of the TVMScript DSL"
+    if as_value and isinstance(obj, types.ModuleType):
+        return "a namespace may only be used to name what is in it"
+    return None
+
+
+def guarded_from_source(text: str) -> Any:
+    """The one way candidate text reaches TVM's parser (issue 26): `check_tvmscript` first (raises
+    `ScriptRejected`, a ValueError naming the construct and line), then TVM's parser with the reduced
+    namespace. Callers hold PARSE_LOCK."""
+    check_tvmscript(text, _resolve_chain)
+    return tvm.script.from_source(text, extra_vars=dict(_script_namespaces()))
+
+
 def parse_module(text: str) -> tvm.IRModule:
     """Relax TVMScript -> module; the printer's own non-finite constants are accepted too."""
     with PARSE_LOCK:
-        obj = tvm.script.from_source(parseable_relax_text(text))
+        obj = guarded_from_source(parseable_relax_text(text))
     if isinstance(obj, (tvm.tirx.PrimFunc, relax.Function)):
         return tvm.IRModule({"main": obj})
     return obj
@@ -158,7 +212,7 @@ def parse_module(text: str) -> tvm.IRModule:
 
 def parse_tir(text: str) -> tvm.tirx.PrimFunc:
     with PARSE_LOCK:
-        obj = tvm.script.from_source(text)
+        obj = guarded_from_source(text)
     if isinstance(obj, tvm.IRModule):
         funcs = [f for f in obj.functions.values() if isinstance(f, tvm.tirx.PrimFunc)]
         if len(funcs) != 1:
