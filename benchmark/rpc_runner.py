@@ -51,7 +51,7 @@ def _built_libs(job: dict[str, Any], task, root, target, workdir: Path, res: Eva
         libs = {"cand": Path(ir.export(built, workdir / "cand.so", cross_compiler=cc))}
     except Exception as e:  # noqa: BLE001 - a candidate that does not build is data
         res.build_s = time.perf_counter() - t0
-        _err(res, "compile", _short(e))
+        _err(res, "illegal_source" if isinstance(e, ir.IllegalObject) else "compile", _short(e))
         return None
     res.build_s = time.perf_counter() - t0
     res.compiled = True

@@ -35,6 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 import psutil
 
 from benchmark import memory, refs, slots
+from benchmark.proc import die_with_parent, leave_forkserver
 from leka.core.types import EvalResult
 
 _CTX: Any = None
@@ -71,6 +72,10 @@ def _context():
 
 
 def _child(job: dict[str, Any], out_path: str) -> None:
+    # the forkserver exits when leka does (EOF on its alive pipe, which this child must not hold open),
+    # and this child with it
+    leave_forkserver()
+    die_with_parent()
     os.setsid()  # own process group: a timeout kills whatever the candidate spawned too
     import warnings
 
@@ -85,6 +90,8 @@ def _child(job: dict[str, Any], out_path: str) -> None:
 
 
 def _refs_child(job: dict[str, Any], seeds: list[int], refs_dir: str) -> None:
+    leave_forkserver()
+    die_with_parent()
     os.setsid()
     import torch
 

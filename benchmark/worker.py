@@ -189,9 +189,14 @@ def build(st: JobState) -> bool:
         # whole library, so that build skips the cache
         kc = (str(baselines.cache_root(job.get("cache_dir")) / "kernels")
               if cfg.get("kernel_cache", True) and not job.get("export") else None)
-        st.built = ir.build_candidate(st.cand, st.target, st.root.params, kernel_cache=kc)
+        st.built = ir.build_candidate(st.cand, st.target, st.root.params, kernel_cache=kc,
+                                      check_objects=cfg.get("static_check", True))
         if st.built.kernels:
             res.extra["kernels"] = st.built.kernels
+    except ir.IllegalObject as e:  # the compiled L2 object's check (leka/ir/l2_object.py), as the text's
+        res.build_s = time.perf_counter() - t0
+        _err(res, "illegal_source", str(e))
+        return False
     except Exception as e:  # noqa: BLE001 - a candidate that does not build is data
         res.build_s = time.perf_counter() - t0
         _err(res, "compile", _short(e))

@@ -47,6 +47,7 @@ from pydantic import BaseModel, Field
 
 from leka.backends import require_runnable
 from leka.core.config import load_config
+from leka.core.proc import die_with_parent
 from leka.core.types import UserError
 
 CLI_PACKAGE = "claude-agent-sdk==0.2.184"  # pinned in pyproject's [claude] extra; bundles Claude Code 2.1.327
@@ -183,7 +184,7 @@ def run_cli(argv: list[str], cwd: Path, env: dict[str, str], run_dir: Path, budg
     events: list[dict[str, Any]] = []
     with open(run_dir / "stream.jsonl", "wb") as out, open(run_dir / "stderr.txt", "wb") as err:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=err, start_new_session=True)
+                                stderr=err, start_new_session=True, preexec_fn=die_with_parent)
 
         def pump() -> None:
             for line in proc.stdout:  # type: ignore[union-attr]

@@ -195,12 +195,14 @@ class Built:
 
 def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None,
                     l2_dir: str | Path | None = None, for_rpc: bool = False,
-                    kernel_cache: str | None = None) -> Built:
+                    kernel_cache: str | None = None, check_objects: bool = True) -> Built:
     """L0 text -> bind -> lower -> L1 schedules (-> DLight on GPUs) -> L2 overrides -> compile.
     Raises on failure; the evaluator turns that into an EvalResult. `for_rpc` makes a main that
     returns a 1-tuple return the tensor (RPC cannot index a remote tuple). `kernel_cache` (a folder;
     llvm, no L2 objects): kernels compiled before are loaded from it, new ones built into it
-    (tvm_adapter/kernel_cache.py); the executable then cannot be exported (`export` builds anew)."""
+    (tvm_adapter/kernel_cache.py); the executable then cannot be exported (`export` builds anew).
+    `check_objects`: compiled L2 objects are checked (leka/ir/l2_object.py; `L2.IllegalObject`); off
+    only where the evaluator's `static_check` is off, to measure what an attack would have gained."""
     if c.target_opts:
         target = A.with_target_options(target, c.target_opts)
     layers = lower_layers(c, target, root_params)
@@ -208,7 +210,7 @@ def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | N
     if for_rpc:
         mod = A.unwrap_single_output(mod)
     backend = target.kind.name
-    mod, objects, post, applied_l2 = _apply_l2(mod, layers, c, backend, l2_dir)
+    mod, objects, post, applied_l2 = _apply_l2(mod, layers, c, backend, l2_dir, check_objects)
     if post:
         from leka.ir import l2 as L2
 
@@ -317,7 +319,7 @@ def lowered_module(c: Candidate, target, root_params: dict[str, np.ndarray] | No
     return layers.scheduled, layers.l1_keys
 
 
-def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir):
+def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir, check_objects: bool = True):
     """CPU: PrimFunc body -> call_extern(ENTRY), the C++ compiled and loaded. GPU: a postproc that
     splices the kernel texts into the generated source."""
     from leka.ir import l2 as L2
@@ -332,7 +334,7 @@ def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir):
         if entry.language in get_backend(c.backend).l2_linked:
             if backend != c.backend:
                 raise L2.L2Error(f"L2 entry for {name} is {entry.language} but the target is {backend}")
-            comp = compile_l2_source(entry.language, entry.text, l2_dir)
+            comp = compile_l2_source(entry.language, entry.text, l2_dir, check=check_objects)
             symbol = entry.entry or name
             L2.check_symbol(comp, symbol)
             mod = A.replace_prim_func(mod, name, A.extern_prim_func(mod[name], symbol))
@@ -361,12 +363,14 @@ def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir):
     return mod, objects, post, applied
 
 
-def compile_l2_source(language: str, text: str, l2_dir=None):
+def compile_l2_source(language: str, text: str, l2_dir=None, check: bool = True):
+    """Compile one L2 C / C++ / LLVM IR source; with `check`, its object is checked before anything
+    loads it (raises `L2.IllegalObject`)."""
     from leka.ir import l2 as L2
 
     if language == "llvm":
-        return L2.compile_llvm_ir(text, l2_dir, A.llvm_ir_to_object)
-    return L2.compile_cpp(text, l2_dir, language="c" if language == "c" else "cpp")
+        return L2.compile_llvm_ir(text, l2_dir, A.llvm_ir_to_object, check=check)
+    return L2.compile_cpp(text, l2_dir, language="c" if language == "c" else "cpp", check=check)
 
 
 def export(built: Built, path: str | Path, cross_compiler: str = "") -> str:

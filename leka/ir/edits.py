@@ -45,6 +45,7 @@ class EditOutcome(BaseModel):
 
     candidate: Candidate | None = None
     error: str | None = None
+    error_kind: str | None = None  # an EvalResult error_kind for the failed node: illegal_source, else compile
     carried: list[str] = []
     invalidated: list[str] = []
 
@@ -56,9 +57,13 @@ class EditOutcome(BaseModel):
 class EditError(Exception):
     """Internal: an edit is illegal; the message goes back to the agent."""
 
+    def __init__(self, msg: str, kind: str | None = None):
+        super().__init__(msg)
+        self.kind = kind
 
-def _fail(msg: str) -> EditOutcome:
-    return EditOutcome(candidate=None, error=msg)
+
+def _fail(msg: str, kind: str | None = None) -> EditOutcome:
+    return EditOutcome(candidate=None, error=msg, error_kind=kind)
 
 
 def target_for(c: Candidate):
@@ -106,13 +111,15 @@ def _apply_edit(candidate: Candidate, edit: Edit, workdir: Path, root_params, bu
             try:
                 ir.build_candidate(out.candidate, target_for(out.candidate), root_params=root_params,
                                    l2_dir=workdir / "l2")
+            except L2.IllegalObject as e:
+                return _fail(str(e), "illegal_source")
             except Exception as e:  # noqa: BLE001 - a build failure is the edit's fault, as data
                 return _fail(f"the edited candidate does not build: {A.error_text(e)}")
         return out
     except (BudgetExhausted, KeyboardInterrupt):
         raise
     except EditError as e:
-        return _fail(str(e))
+        return _fail(str(e), e.kind)
     except Exception as e:  # noqa: BLE001 - never let an agent's edit crash the loop
         return _fail(A.error_text(e))
 
@@ -351,7 +358,7 @@ def _l2_source(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutc
     if not isinstance(text, str) or not text.strip():
         raise EditError("source edit needs payload {'language', 'text', 'entry'}")
     if found := l2_guard.scan(lang, text):
-        raise EditError(l2_guard.describe(found))
+        raise EditError(l2_guard.describe(found), "illegal_source")
     target = target_for(c)
     layers = ir.lower_layers(c, target, root_params)
     func = _func_of(layers, edit.target, "scheduled")
@@ -363,6 +370,8 @@ def _l2_source(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutc
         try:
             comp = ir.compile_l2_source(lang, text, workdir / "l2")
             L2.check_symbol(comp, entry)
+        except L2.IllegalObject as e:
+            raise EditError(str(e), "illegal_source") from e
         except L2.L2Error as e:
             raise EditError(f"{e}\nexpected: {L2.cpp_prototype(entry, A.buffer_signature(func))}") from e
     else:

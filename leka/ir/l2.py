@@ -27,6 +27,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from leka.ir import l2_guard, l2_object
+
 CXX = os.environ.get("LEKA_CXX", "g++")
 CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-std=c++17"]
 DEFAULT_DIR = Path(".leka-cache") / "l2"
@@ -37,6 +39,15 @@ C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bflo
 
 class L2Error(ValueError):
     """A source that does not compile or does not fit; the message carries the compiler's words."""
+
+
+class IllegalObject(L2Error):
+    """The compiled object calls outside the kernel allow-list, runs code at load time or keeps
+    writable state (leka/ir/l2_object.py): the evaluator reports it as `illegal_source`."""
+
+    def __init__(self, findings: list[l2_guard.Finding]):
+        self.findings = findings
+        super().__init__(l2_guard.describe(findings))
 
 
 @dataclass(frozen=True)
@@ -73,8 +84,10 @@ def _run(cmd: list[str], what: str) -> None:
         raise L2Error(f"{what} failed (exit {r.returncode}):\n{_trim_diagnostics(r.stderr or r.stdout)}")
 
 
-def compile_cpp(text: str, directory: str | Path | None = None, language: str = "cpp") -> Compiled:
-    """g++ the source into an object and a shared library, cached by content hash."""
+def compile_cpp(text: str, directory: str | Path | None = None, language: str = "cpp",
+                check: bool = True) -> Compiled:
+    """g++ the source into an object and a shared library, cached by content hash; with `check`,
+    the object is checked (`IllegalObject`) before the library is linked or loaded."""
     d = Path(directory) if directory else DEFAULT_DIR
     d.mkdir(parents=True, exist_ok=True)
     lang_flag = ["-x", "c"] if language == "c" else ["-x", "c++"]
@@ -83,17 +96,19 @@ def compile_cpp(text: str, directory: str | Path | None = None, language: str = 
     src = d / f"{dig}.{'c' if language == 'c' else 'cc'}"
     obj, so = d / f"{dig}.o", d / f"{dig}.so"
     if obj.exists() and so.exists():
-        return Compiled(so=so, obj=obj, digest=dig)
+        return _checked(Compiled(so=so, obj=obj, digest=dig), text, check)
     src.write_text(text)
     tmp_o, tmp_so = d / f"{dig}.{os.getpid()}.o.tmp", d / f"{dig}.{os.getpid()}.so.tmp"
     _run([CXX, *flags, *lang_flag, "-c", str(src), "-o", str(tmp_o)], "C++ compile")
+    if check:
+        _check_object(tmp_o, text)  # before the rename: a rejected object is never a cache hit
     _run([CXX, *flags, "-shared", str(tmp_o), "-o", str(tmp_so)], "C++ link")
     tmp_o.replace(obj)
     tmp_so.replace(so)
     return Compiled(so=so, obj=obj, digest=dig)
 
 
-def compile_llvm_ir(text: str, directory: str | Path | None, to_object) -> Compiled:
+def compile_llvm_ir(text: str, directory: str | Path | None, to_object, check: bool = True) -> Compiled:
     """LLVM IR text defining the C-ABI ENTRY -> object (via `to_object(ll_path, obj_path)`, TVM's own
     LLVM, so no clang is needed) -> shared library (g++ links it)."""
     d = Path(directory) if directory else DEFAULT_DIR
@@ -101,14 +116,47 @@ def compile_llvm_ir(text: str, directory: str | Path | None, to_object) -> Compi
     dig = _digest("llvm", text)
     ll, obj, so = d / f"{dig}.ll", d / f"{dig}.o", d / f"{dig}.so"
     if obj.exists() and so.exists():
-        return Compiled(so=so, obj=obj, digest=dig)
+        return _checked(Compiled(so=so, obj=obj, digest=dig), text, check)
     ll.write_text(text)
+    tmp_o = d / f"{dig}.{os.getpid()}.tmp.o"  # LLVM picks the format by the suffix
     try:
-        to_object(str(ll), str(obj))
+        to_object(str(ll), str(tmp_o))
     except Exception as e:  # noqa: BLE001 - the IR parser's message is the useful part
         raise L2Error(f"LLVM IR does not parse/compile: {str(e).strip()[-1500:]}") from e
+    if check:
+        _check_object(tmp_o, text)
+    tmp_o.replace(obj)
     _run([CXX, "-fopenmp", "-shared", str(obj), "-o", str(so)], "link of the LLVM IR object")
     return Compiled(so=so, obj=obj, digest=dig)
+
+
+# (object path, mtime_ns, size) already found clean in this process: a cache hit is checked once
+_CLEAN: set[tuple[str, int, int]] = set()
+
+
+def _check_object(obj: Path, text: str) -> None:
+    """Raise IllegalObject for what the object shows (undefined symbols off the allow-list, load-time
+    code, writable state); this runs before the library is ever loaded, so its load-time code never
+    runs in this process."""
+    st = obj.stat()
+    key = (str(obj.resolve()), st.st_mtime_ns, st.st_size)
+    if key in _CLEAN:
+        return
+    try:
+        found = l2_object.scan(obj, text)
+    except (OSError, subprocess.SubprocessError, l2_object.ToolMissing) as e:
+        raise L2Error(f"could not inspect the compiled object: {e}") from e
+    if found:
+        if ".tmp" in obj.name:
+            obj.unlink(missing_ok=True)
+        raise IllegalObject(found)
+    _CLEAN.add(key)
+
+
+def _checked(comp: Compiled, text: str, check: bool) -> Compiled:
+    if check:
+        _check_object(comp.obj, text)
+    return comp
 
 
 _LOADED: dict[str, ctypes.CDLL] = {}

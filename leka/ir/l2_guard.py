@@ -28,12 +28,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Finding:
-    line: int  # 1-based, in the source as written
+    line: int  # 1-based, in the source as written; 0: found in the compiled object, no line names it
     rule: str  # state | thread | process | outside
     what: str
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.what}"
+        return f"line {self.line}: {self.what}" if self.line else self.what
 
 
 _CALLS = {
@@ -44,11 +44,29 @@ _CALLS = {
                r"|feholdexcept|fesetexceptflag|feenableexcept|fedisableexcept|_MM_SET_\w+|_mm_setcsr|ldmxcsr|fldcw"
                r"|llvm\.set\.rounding|\bsetenv\b|\bputenv\b|\bunsetenv\b|\bclearenv\b|\bsignal\s*\(|\bsigaction\b"
                r"|\bprctl\b|\bsetrlimit\b|\bmallopt\b|\bsyscall\b|\basm\b|__asm__|__asm\b|\bexit\s*\(|\babort\s*\(",
-    "outside": r"\bdlopen\b|\bdlsym\b|\bdlmopen\b|\bfopen\b|\bfreopen\b|\bopen\s*\(|\bopenat\b|\bfread\b"
-               r"|\bread\s*\(|\bpread\b|\bmmap\b|\bshm_open\b|std\s*::\s*[io]?fstream|\bifstream\b|\bofstream\b"
-               r"|\bgetenv\b|/proc/|\bsocket\s*\(",
+    "outside": r"\bdl(?:open|sym|vsym|mopen|info|addr|_iterate_phdr)\b|\b_dl_\w+|\b__libc_\w+"
+               # files and folders, in every spelling glibc exports (64-bit, unlocked, at-, f-)
+               r"|\b(?:f|fd|free)?open(?:at)?(?:64)?\s*\(|\bf(?:re)?open(?:64)?\b|\bfdopen\b|\bopenat2?\b"
+               r"|\bcreat(?:64)?\b|\bf(?:read|write|gets|getc|puts|putc|scanf|printf|seek|tell|flush|close)"
+               r"(?:_unlocked|o|o64)?\b|\b(?:read|write|close|stat|lstat|fstat|access|truncate|remove|rename"
+               r"|unlink|link|symlink|mkdir|rmdir|chdir|dup2?|pipe2?|ioctl|fcntl)\s*\("
+               r"|\bp(?:read|write)v?2?(?:64)?\b|\b(?:read|write)v\b|\b(?:l|f)?stat(?:64|at|x)\b|\b__f?xstat\w*"
+               r"|\b(?:fd)?opendir\b|\breaddir(?:64)?(?:_r)?\b|\bscandir(?:at)?(?:64)?\b|\bclosedir\b"
+               r"|\bnftw\b|\bftw\b|\bglob\s*\(|\breadlink(?:at)?\b|\brealpath\b|\bgetcwd\b|\bunlinkat\b"
+               r"|\brenameat2?\b|\bsendfile(?:64)?\b|\bsplice\s*\(|\bmemfd_create\b|\bmmap(?:64)?\b"
+               r"|\bmprotect\b|\bshm_open\b|\bshmat\b|\bshmget\b|\bprocess_vm_(?:read|write)v\b|\bptrace\b"
+               r"|std\s*::\s*[io]?fstream|\bifstream\b|\bofstream\b|\bbasic_filebuf\b|std\s*::\s*filesystem"
+               r"|\bFILE\s*\*|\b(?:secure_)?getenv\b|\b__?environ\b|\bsocket\s*\(|\bconnect\s*\("
+               # the evaluating process's Python interpreter and TVM's registry of global functions
+               r"|\bPy[A-Z][A-Za-z]*_\w+|\bPy_[A-Z]\w*|\b_Py[A-Z_]\w*"
+               r"|\bTVMFFI(?:Function|EnvModLookup|EnvRegister)\w*|\bTVMBackendGetFuncFromEnv\b",
 }
 _CALL_RES = {rule: re.compile(rx) for rule, rx in _CALLS.items()}
+# path-like text inside string / char literals (the call rules look at code with literals blanked):
+# system folders anywhere, or a literal that starts like a path, or names a data file
+_PATH_LITERAL = re.compile(r"/(?:proc|dev|sys)(?:/|$)|\.leka|(?:^|[\s=:;,])(?:/|\./|\.\./|~/)[\w.-]"
+                           r"|\.(?:npy|npz|json|jsonl|pt|pkl|bin|so|py|txt|csv)$")
+_C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 _BAD_HEADERS = re.compile(r"^[ \t]*#\s*include\s*[<\"](dlfcn\.h|thread|future|pthread\.h|fstream|fenv\.h|cfenv|csignal"
                           r"|signal\.h|sched\.h|unistd\.h|sys/[\w/]+\.h|filesystem|cstdlib\.h)[>\"]", re.M)
 _CTOR = re.compile(r"__attribute__\s*\(\(\s*(?:constructor|destructor)")
@@ -81,6 +99,71 @@ def _strip(text: str, line_comment: str = "//") -> str:
             out.append(c)
             i += 1
     return "".join(out)[:n]
+
+
+def _decode_c(body: str) -> str:
+    """A C literal's characters with escapes resolved (\\x2f is a '/' to the loader too)."""
+    def one(m: re.Match) -> str:
+        e = m.group(1)
+        if e[0] in "xX":
+            return chr(int(e[1:], 16) % 0x110000)
+        if e[0] in "uU":
+            return chr(int(e[1:], 16) % 0x110000)
+        if e[0] in "01234567":
+            return chr(int(e, 8))
+        return _C_ESCAPES.get(e, e)
+    return re.sub(r"\\(x[0-9A-Fa-f]+|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3}|.)", one, body)
+
+
+def _c_literals(text: str) -> list[tuple[int, str]]:
+    """(offset, decoded contents) of the string literals outside comments, adjacent ones joined
+    ("/pr" "oc/" is one literal to the compiler), and of runs of char literals in a list
+    ({'/', 'p', ...} builds a string too)."""
+    found: list[tuple[int, str, str, int]] = []  # (start, kind, contents, end)
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif text[i] in "\"'":
+            q, j = text[i], i + 1
+            while j < n and text[j] != q and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            found.append((i, q, _decode_c(text[i + 1:j]), j + 1))
+            i = j + 1
+        else:
+            i += 1
+    out: list[tuple[int, str]] = []
+    k = 0
+    while k < len(found):
+        start, kind, body, end = found[k]
+        sep = r"\s*" if kind == '"' else r"\s*,\s*"
+        while k + 1 < len(found) and found[k + 1][1] == kind and re.fullmatch(sep, text[end:found[k + 1][0]]):
+            k += 1
+            body += found[k][2]
+            end = found[k][3]
+        out.append((start, body))
+        k += 1
+    return out
+
+
+def _llvm_literals(text: str) -> list[tuple[int, str]]:
+    """(offset, decoded contents) of LLVM IR `c"..."` constants (\\2F is a '/')."""
+    return [(m.start(), re.sub(r"\\([0-9A-Fa-f]{2})", lambda e: chr(int(e.group(1), 16)), m.group(1)))
+            for m in re.finditer(r'\bc"([^"]*)"', text)]
+
+
+def _scan_literals(literals: list[tuple[int, str]], lines: _Lines) -> list[Finding]:
+    found = []
+    for pos, body in literals:
+        body = body.rstrip("\0")
+        if _PATH_LITERAL.search(body):
+            found.append(Finding(lines.of(pos), "outside", f"the literal \"{_short(body, 40)}\" names a path "
+                                 "(a kernel reads no files)"))
+    return found
 
 
 class _Lines:
@@ -200,7 +283,7 @@ def _scan_llvm(text: str) -> list[Finding]:
 def _scan_calls(code: str, lines: _Lines) -> list[Finding]:
     found = []
     what = {"thread": "starts work that outlives the call", "process": "changes process-wide state",
-            "outside": "reaches outside the kernel (files, libraries, environment)"}
+            "outside": "reaches outside the kernel (files, libraries, the environment, the interpreter)"}
     for rule, rx in _CALL_RES.items():
         for m in rx.finditer(code):
             found.append(Finding(lines.of(m.start()), rule, f"`{m.group(0).strip()}` {what[rule]}"))
@@ -213,11 +296,12 @@ def scan(language: str, text: str) -> list[Finding]:
         code = text
         found = _scan_llvm(text)
         found += [f for f in _scan_calls(_strip(text, ";"), _Lines(text)) if f.rule != "process" or "asm" not in f.what]
+        found += _scan_literals(_llvm_literals(text), _Lines(text))
     else:
         code = _strip(text)
         lines = _Lines(text)
         gpu = language if language in ("cuda", "opencl") else None
-        found = _scan_scopes(code, lines, gpu) + _scan_calls(code, lines)
+        found = _scan_scopes(code, lines, gpu) + _scan_calls(code, lines) + _scan_literals(_c_literals(text), lines)
         for m in _BAD_HEADERS.finditer(text):
             found.append(Finding(lines.of(m.start()), "outside", f"header <{m.group(1)}> is not for kernels"))
         for m in _CTOR.finditer(code):

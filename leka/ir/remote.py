@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from leka import tvm_adapter as A
+from leka.core.proc import die_with_parent
 
 
 def free_port() -> int:
@@ -59,7 +60,7 @@ class LocalProcess:
 
 def _spawn(args: list[str]) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
 
 
 def start_tracker(host: str = "127.0.0.1", port: int | None = None) -> LocalProcess:

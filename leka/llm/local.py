@@ -24,6 +24,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+from leka.core.proc import die_with_parent
 from leka.core.types import UserError
 
 # The server's pin; pyproject's `llm-local` extra holds the same (tests/test_llm_local.py checks).
@@ -184,7 +185,8 @@ def start_server(port: int, threads: int = DEFAULT_THREADS, *, path: Path | None
         raise UserError(f"something already answers on 127.0.0.1:{port}; pick another --port")
     out = log.open("ab") if log is not None else subprocess.DEVNULL
     proc = subprocess.Popen(server_command(path, port, threads, n_ctx), env=server_env(threads),
-                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=die_with_parent)  # never outlives the process that started it
     end = time.monotonic() + wait_s
     while time.monotonic() < end:
         if proc.poll() is not None:

@@ -111,7 +111,8 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
         out = _apply(ctx, cand, edit)
         meta: dict[str, Any] = {"llm_usage": usage} if usage else {}
         if not out.ok:
-            res = EvalResult(task=ctx.task.id, backend=ctx.cfg.backend, error_kind="compile", error=out.error)
+            res = EvalResult(task=ctx.task.id, backend=ctx.cfg.backend, error_kind=out.error_kind or "compile",
+                             error=out.error)
             child = ctx.tree.add_node(nid, edit.level, edit, f"illegal:{d}", result=res, route_reason=reason, meta=meta)
             ctx.on_event("illegal", {"node": child, "level": edit.level, "error": out.error})
             continue

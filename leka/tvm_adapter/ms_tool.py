@@ -141,7 +141,9 @@ def tune_prim_func(func, target, work_dir: str | Path, trials: int, *, seed: int
         # the child imports this very checkout of leka (not whichever one the venv points to)
         src = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, *filter(None, [os.environ.get("PYTHONPATH")])])}
-        code = "import sys; from leka.tvm_adapter.ms_tool import main; sys.exit(main(sys.argv[1:]))"
+        # dies with this process (its worker pools end on EOF of their pipes to it)
+        code = ("import sys; from leka.core.proc import die_with_parent; die_with_parent(); "
+                "from leka.tvm_adapter.ms_tool import main; sys.exit(main(sys.argv[1:]))")
         proc = subprocess.Popen([sys.executable, "-c", code, f.name], stdout=lf, stderr=subprocess.STDOUT,
                                 start_new_session=True, env=env)
         try:

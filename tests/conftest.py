@@ -1,0 +1,68 @@
+"""Session-wide checks. Issue 26, item 8: a test session leaves no process behind. Every process a
+test starts inherits LEKA_TEST_SESSION (set here); at the end, after multiprocessing's forkserver of
+this process is stopped, any process still alive that descends from pytest or carries this
+session's mark (a forkserver whose parent died, say) fails the session. Processes of other sessions
+and of this machine carry another mark or none and are never flagged or touched."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+
+_MARK = f"{os.getpid()}-{time.time_ns()}"
+os.environ["LEKA_TEST_SESSION"] = _MARK
+
+
+def _ours() -> dict[int, psutil.Process]:
+    me = psutil.Process()
+    found = {p.pid: p for p in me.children(recursive=True)}
+    for p in psutil.process_iter(["pid"]):
+        if p.pid == me.pid or p.pid in found:
+            continue
+        try:
+            if p.environ().get("LEKA_TEST_SESSION") == _MARK:
+                found[p.pid] = p
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, OSError):
+            pass
+    return {pid: p for pid, p in found.items() if _running(p)}
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    from multiprocessing import forkserver
+
+    # this process's own forkserver exits on EOF of its alive pipe, as it would when pytest exits
+    stop = getattr(forkserver._forkserver, "_stop", None)
+    if stop is not None:
+        stop()
+    end = time.time() + 10
+    left = _ours()
+    while left and time.time() < end:
+        time.sleep(0.25)
+        left = {pid: p for pid, p in left.items() if _running(p)}
+    if not left:
+        return
+    lines = []
+    for p in left.values():
+        try:
+            lines.append(f"  {p.pid} {' '.join(p.cmdline())[:160]}")
+        except psutil.Error:
+            pass
+    print("\nprocesses this test session started are still running 10 s after it ended (issue 26):\n"
+          + "\n".join(lines))
+    for p in left.values():  # ours by descent or by this session's mark
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
