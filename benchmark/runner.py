@@ -100,12 +100,14 @@ def _refs_child(job: dict[str, Any], seeds: list[int], refs_dir: str) -> None:
 
 
 def _tree_rss(proc: psutil.Process) -> int:
-    total = 0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
+    """The evaluation's resident memory: the child's RSS plus what each descendant holds alone (USS).
+    Its sandboxed workers are forks of it: their RSS would count the pages they share with it again."""
+    try:
+        total = proc.memory_info().rss
+    except psutil.Error:
+        return 0
+    for p in proc.children(recursive=True):
+        total += _unique_bytes(p)
     return total
 
 

@@ -45,9 +45,10 @@ from typing import Any
 
 import numpy as np
 
+from benchmark import proc
+
 ALIGN = 64  # bytes: every view into a pool starts on a 64-byte boundary, as TVM allocates
 _LIBC = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
 NOBODY = 65534
 
 
@@ -226,6 +227,8 @@ class SandboxWorker:
 
     def __init__(self, pid: int, sock: socket.socket, role: str, n_outputs: int, out_bytes: list[int],
                  layers: list[str]):
+        if pid <= 0 and type(self) is SandboxWorker:
+            raise ValueError(f"a worker's pid is positive, not {pid}: kill(0 or -1) signals whole groups")
         self.pid, self.sock, self.role = pid, sock, role
         self.n_outputs, self.out_bytes = n_outputs, out_bytes
         self.layers = layers
@@ -254,7 +257,7 @@ class SandboxWorker:
         if info is None:
             try:
                 info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG)
-            except ChildProcessError:
+            except OSError:  # reaped already, or not a child
                 info = None
         how = "without an answer"
         if info is not None and info.si_code == os.CLD_EXITED:
@@ -418,13 +421,6 @@ def _empty_dir() -> str | None:
 
 
 # --------------------------------------------------------------------------- inside the worker
-def die_with_parent(parent_pid: int) -> None:
-    """SIGKILL when the parent dies (and at once if it already has)."""
-    _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent_pid:
-        os._exit(71)
-
-
 def _close_fds(keep: set[int]) -> None:
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
@@ -544,7 +540,9 @@ def _warm_openmp(threads: int) -> None:
 
 def _worker_main(sock: socket.socket, served: Served, pool: Pool, judge: int, root_dir: str | None,
                  data_limit: int | None) -> None:
-    die_with_parent(judge)
+    proc.die_with_parent()
+    if os.getppid() != judge:
+        os._exit(71)
     ro_fd = os.open(f"/proc/self/fd/{pool.fd}", os.O_RDONLY)
     ro = mmap.mmap(ro_fd, pool.size, prot=mmap.PROT_READ)
     os.close(ro_fd)

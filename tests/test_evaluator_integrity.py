@@ -143,6 +143,9 @@ def root(task):
 
 
 def _ev(tmp_path, **over) -> Evaluator:
+    # the in-process protocol (its defences still guard the GPU, OpenCL and board paths); the sandboxed
+    # worker that llvm candidates run in by default has its own adversarial tests (tests/test_sandbox.py)
+    over.setdefault("sandbox", False)
     cfg = EvaluatorConfig(timeout_s=90, memory_cap_gb=2.0, timing_budget_s=1.0, **over)
     return Evaluator(cfg, cache_dir=str(tmp_path))
 
