@@ -33,6 +33,24 @@ from leka import tvm_adapter as A
 SYSRAND = random.SystemRandom()
 
 
+def _err(res: Any, kind: str, msg: str) -> None:
+    res.error_kind = kind
+    res.error = msg[:4000]
+
+
+def _references(st: Any, seed: int) -> list[np.ndarray]:
+    """The seed's PyTorch outputs, computed here after the candidate's run of that seed (the worker
+    cannot open anything of the judge's: they never touch a disk)."""
+    import torch
+
+    from benchmark import refs
+
+    if st.ref_model is None:
+        st.ref_model = st.task.make_model()
+    with torch.no_grad():
+        return refs.flat_outputs(st.ref_model(*st.task.make_inputs(seed)))
+
+
 def unsupported(st: Any) -> str | None:
     """Why this job runs the candidate in the judge's own process (the pre-sandbox path), or None."""
     if not st.cfg.get("sandbox", True):
@@ -173,8 +191,6 @@ def _like(st: Any) -> list[tuple[tuple[int, ...], str]]:
 
 
 def _fail(st: Any, e: BaseException, where: str) -> bool:
-    from benchmark.worker import _err
-
     if isinstance(e, sandbox.WorkerDied):
         _err(st.res, "crash", f"{where}: {e}")
     elif isinstance(e, sandbox.ShapeMismatch):
@@ -187,8 +203,6 @@ def _fail(st: Any, e: BaseException, where: str) -> bool:
 def check(st: Any) -> bool:
     """Seed by seed through the candidate's worker (see the module docstring)."""
     import time
-
-    from benchmark.worker import _err, _references
 
     res, t0 = st.res, time.perf_counter()
     w, pool, make = st.workers["candidate"], st.pool, _make(st)
@@ -293,8 +307,6 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
 
 
 def time_step(st: Any) -> bool:
-    from benchmark.worker import _err
-
     res, cfg = st.res, st.cfg
     cand, base = timers(st)
     try:
