@@ -174,9 +174,13 @@ def start(st: Any) -> None:
             served = _py_served(st, kind, specs)
         st.workers["baseline"] = sandbox.start(served, pool, "baseline", data_limit=cap)
     pool.map_rw()
+    import torch
+
+    torch.set_num_threads(int(st.job.get("threads", 2)))  # the judge's references: workers are forked
     out_bytes = max(1, st.root.output_bytes)
     st.max_calls = max(1, min(pool.positions, int(cfg.get("sandbox_output_mib", 64)) * 2**20 // out_bytes))
     st.res.extra["sandbox"] = ", ".join(st.workers["candidate"].layers) or "process only"
+    st.res.extra["sandbox_threads"] = st.workers["candidate"].threads
 
 
 def close(st: Any) -> None:
@@ -200,6 +204,36 @@ def _fail(st: Any, e: BaseException, where: str) -> bool:
     return False
 
 
+BIG_OUTPUTS = 256 * 2**20  # outputs past this are read from the worker and compared piece by piece
+PIECE = 64 * 2**20
+
+
+def compare_remote(w: sandbox.SandboxWorker, call: list[tuple[int, int]], refs: list[np.ndarray], atol: float,
+                   rtol: float) -> tuple[str | None, str, float, float]:
+    """`outputs.compare` of one call's outputs, read from the stopped worker: whole where they are
+    small, in pieces of PIECE bytes where they are large (no full copy of a GiB output in the judge)."""
+    if len(call) != len(refs):
+        return "shape", f"candidate returned {len(call)} output(s), reference {len(refs)}", math.nan, math.nan
+    like = [(tuple(r.shape), str(r.dtype)) for r in refs]
+    if sum(nb for _, nb in call) <= BIG_OUTPUTS:
+        return compare(w.read_outputs(call, like), refs, atol, rtol)
+    max_abs = max_rel = 0.0
+    for i, ((addr, nbytes), r) in enumerate(zip(call, refs, strict=True)):
+        if nbytes != r.nbytes:
+            return "shape", f"output {i}: {nbytes} bytes, expected {r.nbytes} ({r.shape}, {r.dtype})", math.nan, math.nan
+        flat, item = r.reshape(-1), r.dtype.itemsize
+        step = max(1, PIECE // item)
+        for lo in range(0, flat.size, step):
+            hi = min(flat.size, lo + step)
+            got = np.frombuffer(sandbox.read_memory(w.pid, addr + lo * item, (hi - lo) * item), dtype=r.dtype)
+            kind, msg, ea, er = compare([got], [flat[lo:hi]], atol, rtol)
+            if not math.isnan(ea):
+                max_abs, max_rel = max(max_abs, ea), max(max_rel, er)
+            if kind:
+                return kind, f"output {i}, elements [{lo}, {hi}): {msg.partition(': ')[2] or msg}", ea, er
+    return None, "", max_abs, max_rel
+
+
 def check(st: Any) -> bool:
     """Seed by seed through the candidate's worker (see the module docstring)."""
     import time
@@ -214,9 +248,12 @@ def check(st: Any) -> bool:
             pool.fill(make, seed, slack_seed=SYSRAND.randrange(10**6, 2**31 - 10**5))
             rows = [zero]
             if st.cfg.get("poison", True) and n == 0:
-                rows = [[pool.slack] * len(pool.specs), zero]  # other valid inputs first
+                poison = [pool.slack] * len(pool.specs)  # other valid inputs first
+                if st.root.output_bytes > BIG_OUTPUTS:
+                    w.run([poison])  # its own request: its outputs are freed before the seed's call
+                else:
+                    rows = [poison, zero]
             calls = w.run(rows)
-            outs = w.read_outputs(calls.outputs[-1], _like(st))
             if calls.process_state and st.cfg.get("process_check", True):
                 _err(res, "process_state", f"after the candidate's run (seed {seed}): {calls.process_state}")
                 return False
@@ -225,7 +262,7 @@ def check(st: Any) -> bool:
                     _err(res, "input_mutated", f"seed {seed}: input {i} changed")
                     return False
             refs = _references(st, seed)
-            kind, msg, ea, er = compare(outs, refs, st.atol, st.rtol)
+            kind, msg, ea, er = compare_remote(w, calls.outputs[-1], refs, st.atol, st.rtol)
             if not math.isnan(ea):
                 max_abs, max_rel = max(max_abs, ea), max(max_rel, er)
             if kind:
@@ -234,7 +271,7 @@ def check(st: Any) -> bool:
                 return False
             if n == 0:
                 st.inputs_by_seed.append(inputs)
-            del outs, refs
+            del refs
     except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
         return _fail(st, e, f"seed {seed}")
     finally:

@@ -47,6 +47,12 @@ import numpy as np
 
 from benchmark import proc
 
+try:  # loaded here, in the judge (and the forkserver that preloads it), not in every worker
+    import pyseccomp as _seccomp_lib
+except (ImportError, OSError) as _e:  # no libseccomp.so.2: workers refuse to start (fail closed)
+    _seccomp_lib = None
+    _SECCOMP_MISSING = f"{type(_e).__name__}: {_e}"
+
 ALIGN = 64  # bytes: every view into a pool starts on a 64-byte boundary, as TVM allocates
 _LIBC = ctypes.CDLL(None, use_errno=True)
 NOBODY = 65534
@@ -178,6 +184,7 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 
 
 MAX_MESSAGE = 64 << 20
+START_TIMEOUT_S = 120.0  # a worker's setup (warm-up, filter) takes well under a second
 
 
 def _recv(sock: socket.socket) -> Any:
@@ -233,6 +240,7 @@ class SandboxWorker:
         self.n_outputs, self.out_bytes = n_outputs, out_bytes
         self.layers = layers
         self.exit_note: str | None = None
+        self.threads = 0  # threads the worker had when its filter closed (its own report)
         self._stopped = True
 
     # the worker runs only while it serves a request: stopped before and after
@@ -391,13 +399,24 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
     child.close()
     w = SandboxWorker(pid, parent, role, served.n_outputs, served.out_bytes, [])
     w._stopped = False
+    parent.settimeout(START_TIMEOUT_S)
     try:
         hello = _recv(parent)
-    except WorkerDied:
+    except (WorkerDied, TimeoutError) as e:
+        if isinstance(e, TimeoutError):
+            w.exit_note = f"no answer within {START_TIMEOUT_S:g} s of its start"
+        w._stopped = True
+        try:
+            w._reap()
+        except WorkerDied as died:
+            raise WorkerDied(f"{died} ({w.exit_note})" if isinstance(e, TimeoutError) else str(died)) from e
+        raise
+    except BaseException:
         w._stopped = True
         w._reap()
         raise
     finally:
+        parent.settimeout(None)
         if root_dir:
             try:
                 os.rmdir(root_dir)
@@ -408,6 +427,7 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
         w.close()
         raise WorkerError(str(hello["error"])[:3000])
     w.layers = [str(x) for x in hello.get("layers", [])][:8]
+    w.threads = int(hello.get("threads", 0)) if isinstance(hello.get("threads"), int) else 0
     w._stop()
     return w
 
@@ -562,15 +582,17 @@ def _worker_main(sock: socket.socket, served: Served, pool: Pool, judge: int, ro
         from benchmark.process_state import Guard
 
         guard = Guard(read_proc=False)
+    threads_now = len(os.listdir("/proc/self/task"))  # its pools' threads, for the judge's record
     layers: list[str] = []
     if served.sandbox:
-        import pyseccomp  # loads libseccomp.so.2: before the root is emptied
-
+        if _seccomp_lib is None:
+            raise RuntimeError(f"no seccomp filter can be made here ({_SECCOMP_MISSING}): install libseccomp2 "
+                               "and pyseccomp, or set evaluator.sandbox=false to run candidates unsandboxed")
         _limits(data_limit)
         layers = _jail(root_dir)
-        _seccomp(pyseccomp, os.getpid())
+        _seccomp(_seccomp_lib, os.getpid())
         layers.append("seccomp")
-    _send(sock, {"ok": True, "layers": layers})
+    _send(sock, {"ok": True, "layers": layers, "threads": threads_now})
     _serve(sock, run, profile, guard, served.n_outputs)
 
 

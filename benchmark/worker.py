@@ -149,6 +149,7 @@ def prepare(st: JobState) -> bool:
     st.sandboxed = why is None
     if why:
         res.extra["sandbox"] = f"off: {why}"
+        torch.set_num_threads(job.get("threads", 2))
     if job.get("refs_dir"):  # the runner starts the reference process on this (benchmark/runner.py)
         cap, where = memory.cap_bytes(cap_gb, st.footprint)
         # sandboxed, the judge computes references itself: the candidate never runs in its process
@@ -482,7 +483,10 @@ STEPS = (prepare, build, check, profile_export, time_step)
 
 def run_job(job: dict[str, Any], out_path: str) -> None:
     """Entry point of the child: the steps in order. Always writes out_path unless the process dies."""
-    torch.set_num_threads(job.get("threads", 2))
+    # one torch thread until the sandboxed workers are forked: torch's OpenMP runtime is the libgomp.so.1
+    # that L2 kernels link, and a pool made before fork leaves the worker's copy waiting for threads
+    # that do not exist (benchmark/isolated.py raises it to the job's count once they are forked)
+    torch.set_num_threads(1)
     t_start = time.perf_counter()
     cfg = job["evaluator"]
     st = JobState(job=job, cfg=cfg, backend=job.get("backend", "llvm"), out_path=out_path,

@@ -284,3 +284,59 @@ def test_worker_protocol_rejects_malformed_answers():
     b.sendall(b"\xff" * 8)  # a length over the protocol's bound
     with pytest.raises(sandbox.WorkerDied):
         w.run([[0]])
+
+
+def test_worker_jail_and_outputs_read_in_pieces(monkeypatch, tmp_path):
+    """The worker machinery without TVM: a Python `run` served from a sandboxed worker. It cannot open
+    a file (it would mark its output), its outputs are read from its memory, whole and in pieces."""
+    import ctypes
+
+    import numpy as np
+
+    from benchmark import isolated, sandbox
+
+    secret = tmp_path / "secret"
+    secret.write_text("x")
+    specs = [sandbox.InputSpec((1024,), "float32")]
+    pool = sandbox.Pool(specs, 4096)
+
+    def setup(buf, pool):
+        held: list = []
+
+        def run(n, offs_addr, res_addr, cap):
+            offs = np.ctypeslib.as_array((ctypes.c_int64 * n).from_address(offs_addr))
+            res = np.ctypeslib.as_array((ctypes.c_int64 * cap).from_address(res_addr))
+            held.clear()
+            for c in range(n):
+                x = np.frombuffer(buf, dtype=np.float32, count=1024, offset=pool.starts[0] + int(offs[c]))
+                y = x * 2
+                try:
+                    open(secret).close()
+                    y[0] = 1e9  # it could read the user's files
+                except OSError:
+                    pass
+                held.append(y)
+                res[2 * c], res[2 * c + 1] = y.ctypes.data, y.nbytes
+            return 2 * n
+
+        return run, None
+
+    w = sandbox.start(sandbox.Served(setup=setup, n_outputs=1, out_bytes=[], threads=1, sandbox=True), pool,
+                      "candidate")
+    try:
+        assert "seccomp" in w.layers, w.layers
+        pool.map_rw()
+        pool.fill(lambda s: [np.random.default_rng(s).standard_normal(1024).astype(np.float32)], 3, slack_seed=9)
+        calls = w.run([[0], [64]])
+        ref = pool.window(0, 64) * 2
+        assert isolated.compare_remote(w, calls.outputs[1], [ref.copy()], 1e-6, 1e-6)[0] is None
+        monkeypatch.setattr(isolated, "BIG_OUTPUTS", 0)
+        monkeypatch.setattr(isolated, "PIECE", 1000)  # 250 floats a piece
+        assert isolated.compare_remote(w, calls.outputs[1], [ref.copy()], 1e-6, 1e-6)[0] is None
+        bad = ref.copy()
+        bad[700] += 1
+        kind, msg, _, _ = isolated.compare_remote(w, calls.outputs[1], [bad], 1e-6, 1e-6)
+        assert kind == "mismatch" and "elements [500, 750)" in msg, msg
+    finally:
+        w.close()
+        pool.close()
