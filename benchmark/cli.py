@@ -49,18 +49,29 @@ def _check_backend(backend: str, device_url: str = "local") -> None:
     require_runnable(backend, device_url)
 
 
+def _load_line(m: dict | None) -> str | None:
+    if not m:
+        return None
+    return (f"{'LOADED' if m['loaded'] else 'quiet'}: other processes {m['other_cpu_s']:.2f} s CPU, steal "
+            f"{m['steal_s']:.2f} s in {m['wall_s']:.2f} s of timing")
+
+
 def result_table(res) -> Table:
+    from benchmark.stats import fmt_interval
+
     tab = Table(title=f"{res.task} on {res.backend}")
     tab.add_column("metric")
     tab.add_column("value")
     rows = [
         ("compiled", res.compiled), ("correct", res.correct), ("error_kind", res.error_kind),
         ("error", (res.error or "")[:160]), ("baseline", res.baseline),
-        ("speedup", f"{res.speedup:.3f}x" if res.speedup else None),
+        ("speedup [interval]", fmt_interval(res.speedup, res.speedup_lo, res.speedup_hi) if res.speedup else None),
+        ("faster (lower bound > 1)", res.is_faster(1.0) if res.speedup else None),
         ("t_candidate", f"{res.t_candidate_s * 1e3:.3f} ms" if res.t_candidate_s else None),
         ("t_baseline", f"{res.t_baseline_s * 1e3:.3f} ms" if res.t_baseline_s else None),
         ("timing valid (spread)", f"{res.timing_valid} ({res.timing_spread:.3f}, {res.n_pairs} pairs)"
          if res.timing_spread is not None else None),
+        ("machine load", _load_line(res.extra.get("machine_load"))),
         ("max abs err", f"{res.max_abs_err:.3g}" if res.max_abs_err is not None else None),
         ("peak memory", f"{res.peak_memory_bytes / 2**20:.2f} MiB" if res.peak_memory_bytes else None),
         ("peak RSS", f"{res.peak_rss_bytes / 2**20:.0f} MiB" if res.peak_rss_bytes else None),

@@ -359,7 +359,7 @@ def time_step(st: Any) -> bool:
     except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
         res.correct = False
         return _fail(st, e, "timing")
-    timing.record(res, tm, cfg["max_spread"])
+    timing.record(res, tm)
     res.extra["timer"] = "candidate sandbox, baseline sandbox" if st.workers["baseline"].layers else \
         "candidate sandbox, baseline worker (trusted, not sandboxed)"
     res.extra["max_calls"] = st.max_calls

@@ -140,10 +140,11 @@ def _on_board(job: dict[str, Any], task, libs: dict[str, Path], res: EvalResult)
         return
     try:
         base = A.remote_runner(sess, libs["base"].name, backend)
-        tm = paired_timing(tvm_timer(cand, cand.to_device(inputs)), tvm_timer(base, base.to_device(inputs)), cfg)
+        tm = paired_timing(tvm_timer(cand, cand.to_device(inputs)), tvm_timer(base, base.to_device(inputs)), cfg,
+                           probe_load=False)  # timed on the board: this host's load is not the timing's
     except Exception as e:  # noqa: BLE001
         raise DeviceError(f"timing: {_short(e)}") from e
-    record(res, tm, cfg["max_spread"])
+    record(res, tm)
 
 
 def run_remote_job(job: dict[str, Any], out_path: str) -> None:

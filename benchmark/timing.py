@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from itertools import cycle, islice
 from typing import Any
 
+from benchmark import load, stats
+
 
 class StaleOutput(RuntimeError):
     """A timed call's output does not match its own inputs' reference (a replayed or unfinished result)."""
@@ -158,26 +160,34 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
             "per_pair_s": per_pair, "warmup_s": warm_s}
 
 
-def _spread(tbs: list[float], tcs: list[float]) -> float:
-    ratios = sorted(b / c for b, c in zip(tbs, tcs, strict=True) if c > 0)
-    if len(ratios) < 4:
-        return math.inf
-    q = statistics.quantiles(ratios, n=4)
+def _spread(ratios: list[float]) -> float | None:
+    """IQR / median of the per-pair ratios (range / median under 4 pairs; None for a single pair): reported
+    as `timing_spread`, no longer a gate (the interval is, `stats.speedup_interval`)."""
+    ratios = sorted(ratios)
+    if len(ratios) < 2:
+        return None
     med = statistics.median(ratios)
+    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], med, ratios[-1]]
     return (q[-1] - q[0]) / med if med > 0 else math.inf
 
 
-def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
+def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: bool = True) -> dict[str, Any]:
     """A B A B ... (order alternating per pair), warm-up first; `number` per sample adapts so one
-    sample lasts ~sample_s; the pair count fits timing_budget_s (`_plan`). The spread is IQR / median
-    of the per-pair ratios (range / median under 4 pairs; None for a single pair). With
-    `settle_spread`, it stops early once `settle_pairs` pairs have a spread under it."""
+    sample lasts ~sample_s; the pair count fits timing_budget_s (`_plan`). The speedup is the geometric
+    mean over pairs of t_base / t_cand with its `ci_level` interval (benchmark/stats.py); timing stops
+    before the planned pairs once, after at least min_pairs, the interval's relative width (hi / lo - 1)
+    is under `ci_width`. `probe_load`: read the machine's load (benchmark/load.py) around the whole
+    timing, warm-up included (off where the timing runs elsewhere: an RPC board)."""
     t0 = time.perf_counter()
+    snap = load.start() if probe_load else None
     plan = _plan(cand, base, cfg)
     (nc, nb), (rc, rb), pairs = plan["number"], plan["repeats"], plan["pairs"]
-    # sequential stop: once `settle_pairs` pairs agree within `settle_spread` (IQR / median), the
-    # rest of the planned pairs add little; the spread bound for validity (max_spread) is unchanged
-    settle, settle_pairs = float(cfg.get("settle_spread", 0.0) or 0.0), int(cfg.get("settle_pairs", 7))
+    level = float(cfg.get("ci_level", stats.LEVEL))
+    # sequential stop on the interval's width, never on its position: whether the candidate looks
+    # faster does not decide when to stop, so the early stop does not bias the answer towards "faster"
+    # (for normal log-ratios the width is independent of the mean)
+    target = float(cfg.get("ci_width", 0.0) or 0.0)
+    min_pairs = int(cfg.get("min_pairs", 3))
 
     def one(t: Timer, n: int, r: int) -> float:
         return min(t.sample(n) for _ in range(r))
@@ -192,36 +202,45 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, An
             tc = one(cand, nc, rc)
         tcs.append(tc)
         tbs.append(tb)
-        if settle and i + 1 >= settle_pairs and i + 1 < pairs and _spread(tbs, tcs) <= settle:
-            break  # the ratio has settled: more pairs would only spend the evaluation's time
-    pairs = len(tcs)
-    ratios = sorted(b / c for b, c in zip(tbs, tcs, strict=True) if c > 0)
-    med = statistics.median(ratios)
-    spread: float | None
-    if len(ratios) < 2:
-        spread = None  # one pair: no spread to measure
-    else:
-        q = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else [ratios[0], med, ratios[-1]]
-        spread = (q[-1] - q[0]) / med if med > 0 else math.inf
-    return {"speedup": med, "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
-            "spread": spread, "pairs": pairs, "number": [nc, nb], "repeats": [rc, rb],
-            "limited": plan["limited"], "timing_s": time.perf_counter() - t0}
+        if target and i + 1 >= min_pairs and i + 1 < pairs:
+            _, lo, hi = stats.speedup_interval(tbs, tcs, level)
+            if stats.rel_width(lo, hi) <= target:
+                break  # precise enough: more pairs would only spend the evaluation's time
+    point, lo, hi = stats.speedup_interval(tbs, tcs, level)
+    ratios = [b / c for b, c in zip(tbs, tcs, strict=True) if c > 0]
+    wall = time.perf_counter() - t0
+    return {"speedup": point, "speedup_lo": lo, "speedup_hi": hi, "ci_level": level,
+            "ci_width": stats.rel_width(lo, hi), "max_ci_width": float(cfg.get("max_ci_width", 0.25)),
+            "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
+            "spread": _spread(ratios), "pairs": len(tcs), "number": [nc, nb], "repeats": [rc, rb],
+            "limited": plan["limited"], "timing_s": wall,
+            "machine_load": load.finish(snap, float(cfg.get("load_share", 0.25)))}
 
 
-def record(res, tm: dict[str, Any], max_spread: float) -> None:
-    """`paired_timing`'s answer into an EvalResult; a spread over `max_spread` marks the speedup untrusted
-    (error_kind timing_invalid, the result still correct)."""
+def record(res, tm: dict[str, Any]) -> None:
+    """`paired_timing`'s answer into an EvalResult. The timing is valid when its interval is narrower
+    than `max_ci_width` (relative width hi / lo - 1); a wider one marks the speedup untrusted (error_kind
+    timing_invalid, the result still correct). One pair (a slow program in a small budget) has no
+    interval: valid, said to be one pair, and never "faster" (`is_faster` needs a lower bound)."""
     res.speedup = tm["speedup"]
+    res.speedup_lo, res.speedup_hi = tm["speedup_lo"], tm["speedup_hi"]
     res.t_candidate_s, res.t_baseline_s = tm["t_candidate_s"], tm["t_baseline_s"]
     res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
-    # a single pair (a slow program in a small budget) has no spread: valid, and said to be one pair
-    res.timing_valid = tm["spread"] is None or tm["spread"] <= max_spread
+    bound = tm["max_ci_width"]
+    one_pair = tm["speedup_lo"] is None
+    res.timing_valid = one_pair or tm["ci_width"] <= bound
     res.extra["number"] = tm["number"]
+    res.extra["ci_level"] = tm["ci_level"]
+    if tm.get("machine_load") is not None:
+        # a loaded machine's timing is kept and reported as such: the interval already carries the
+        # noise the load caused, and the reports count loaded evaluations next to their numbers
+        res.extra["machine_load"] = tm["machine_load"]
     if tm.get("limited"):
-        spread = "no spread (one pair)" if tm["spread"] is None else f"spread {tm['spread']:.3f}"
+        width = "no interval (one pair)" if one_pair else f"interval width {tm['ci_width']:.3f}"
         res.extra["timing_limited"] = (f"slow program: {tm['pairs']} pair(s) of number=1 within "
-                                       f"evaluator.timing_budget_s, {spread}")
+                                       f"evaluator.timing_budget_s, {width}")
     if not res.timing_valid:
         res.error_kind = "timing_invalid"
-        res.error = (f"timing spread {tm['spread']:.3f} over the bound {max_spread} (evaluator.max_spread); "
-                     "speedup not trusted")
+        res.error = (f"timing interval {res.speedup:.3f}x [{res.speedup_lo:.3f}, {res.speedup_hi:.3f}] is "
+                     f"{tm['ci_width']:.3f} wide, over the bound {bound} (evaluator.max_ci_width); speedup not "
+                     "trusted")

@@ -450,7 +450,7 @@ def time_step(st: JobState) -> bool:
     except process_state.ProcessStateChanged as e:
         _err(res, "process_state", f"during timing: {e}")
         return False
-    timing.record(res, tm, cfg["max_spread"])
+    timing.record(res, tm)
     res.extra["timing_input_sets"] = n_sets
     # how each arm's calls are made: cpp_loop (rotating, no Python between calls), tvm_loop (one fixed
     # set), python_loop (no C++ compiler, or a torch / ONNX Runtime baseline)
@@ -474,7 +474,7 @@ def _gpu_time_step(st: JobState) -> bool:
     st.dmem.sample()
     res.peak_device_bytes = st.dmem.bytes()
     res.extra["timer"] = "device (CUDA events), L2 flushed before each call"
-    timing.record(res, tm, cfg["max_spread"])
+    timing.record(res, tm)
     return True
 
 

@@ -41,7 +41,7 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=1, help="evaluations per task in a row (2: cold, then warm)")
     ap.add_argument("--cache-dir", default=None, help="kernel / baseline / root cache (default .leka-cache)")
     ap.add_argument("--set", action="append", default=[], help="evaluator field=value (repeatable), e.g. "
-                    "kernel_cache=false settle_spread=0 (the protocol before the kernel cache and early stop)")
+                    "kernel_cache=false ci_width=0 (no kernel cache, no early stop on the interval)")
     args = ap.parse_args()
     ids = [t for t in args.tasks.split(",") if t] or load_subset(args.subset, "llvm")
     import yaml
@@ -75,7 +75,8 @@ def main() -> None:
 def _row(task, r) -> dict:
     per_cand = sum(x or 0.0 for x in (r.build_s, r.check_s, r.timing_s))
     return {"task": task.id, "level": task.level, "correct": r.correct, "error_kind": r.error_kind,
-            "speedup": r.speedup, "spread": r.timing_spread, "valid": r.timing_valid, "pairs": r.n_pairs,
+            "speedup": r.speedup, "lo": r.speedup_lo, "hi": r.speedup_hi, "loaded": r.loaded,
+            "spread": r.timing_spread, "valid": r.timing_valid, "pairs": r.n_pairs,
             "build_s": r.build_s, "check_s": r.check_s, "timing_s": r.timing_s,
             "candidate_s": per_cand, "wall_s": r.wall_s, "kernels": r.extra.get("kernels"),
             "phase_s": r.extra.get("phase_s")}

@@ -34,7 +34,10 @@ class OneShotResult(BaseModel):
     correct_at_1: bool = False
     fast_at_1: bool = False
     speedup: float | None = None
+    speedup_lo: float | None = None  # the speedup's interval (benchmark/stats.py); Fast@1 needs lo > 1
+    speedup_hi: float | None = None
     timing_valid: bool | None = None
+    machine_loaded: bool = False  # other processes used the machine during the timing
     error_kind: str | None = None
     error: str | None = None
     edits: list[dict[str, Any]] = Field(default_factory=list)  # as the model wrote them (parsed)
@@ -162,6 +165,7 @@ def _evaluate(res: OneShotResult, cfg: LekaConfig, task, final, run_dir: Path) -
     res.compile_at_1, res.correct_at_1 = ev.compiled, ev.correct
     res.fast_at_1 = fast_at([ev], 1.0) == 1.0
     res.speedup, res.timing_valid = ev.speedup, ev.timing_valid
+    res.speedup_lo, res.speedup_hi, res.machine_loaded = ev.speedup_lo, ev.speedup_hi, ev.loaded
     res.error_kind, res.error = ev.error_kind, ev.error
 
 
@@ -169,15 +173,18 @@ def _print(r: OneShotResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from benchmark.stats import fmt_interval
+
     t = Table(title=f"LEKA one-shot: {r.task} ({r.backend}, {r.model})")
     t.add_column("metric")
     t.add_column("value")
     rows = [("Compile@1", r.compile_at_1), ("Correct@1", r.correct_at_1), ("Fast@1", r.fast_at_1),
-            ("speedup vs untuned", f"{r.speedup:.2f}x" if r.speedup else "n/a"),
+            ("speedup vs untuned", fmt_interval(r.speedup, r.speedup_lo, r.speedup_hi) if r.speedup else "n/a"),
+            ("machine loaded during timing", r.machine_loaded),
             ("edits", len(r.edits)), ("tokens (in / out)", f"{r.input_tokens} / {r.output_tokens}"),
             ("cost", f"${r.cost_usd:.4f}"), ("error", (r.error or "-")[:200]), ("run folder", r.run_dir)]
     for k, v in rows:
         t.add_row(k, str(v))
     Console().print(t)
     print(json.dumps({"compile@1": r.compile_at_1, "correct@1": r.correct_at_1, "fast@1": r.fast_at_1,
-                      "speedup": r.speedup, "input_tokens": r.input_tokens, "output_tokens": r.output_tokens}))
+                      "speedup": r.speedup, "speedup_lo": r.speedup_lo, "speedup_hi": r.speedup_hi, "input_tokens": r.input_tokens, "output_tokens": r.output_tokens}))

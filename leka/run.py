@@ -224,6 +224,15 @@ def write_results(run_dir: Path, cfg: LekaConfig, task, tree, final: dict[str, A
         "task": task.id, "backend": cfg.backend, "run_dir": str(run_dir),
         "best_node": best_node.id if best_node else None,
         "best_speedup": best_node.result.speedup if best_node else None,
+        # its confidence interval (benchmark/stats.py); "faster" = the lower bound above 1
+        "best_speedup_lo": best_node.result.speedup_lo if best_node and best_node.result else None,
+        "best_speedup_hi": best_node.result.speedup_hi if best_node and best_node.result else None,
+        "best_faster": bool(best_node and best_node.result and best_node.result.is_faster(1.0)),
+        "best_loaded": bool(best_node and best_node.result and best_node.result.loaded),
+        # timings during which other processes used the machine (extra["machine_load"], benchmark/load.py)
+        "timed_evaluations": sum(1 for n in nodes if n.result is not None and n.result.speedup is not None),
+        "loaded_evaluations": sum(1 for n in nodes if n.result is not None and n.result.loaded),
+        "ci_level": cfg.evaluator.ci_level,
         "baseline": baseline_label(cfg.baseline.kind, cfg.baseline.trials),
         "best_correct": bool(best_node and best_node.result.correct),
         "best_timing_valid": bool(best_node and best_node.result.timing_valid),
@@ -317,10 +326,17 @@ def llm_by_tag(ledger) -> dict[str, dict[str, Any]]:
 
 
 def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger) -> str:
+    from benchmark.stats import fmt_interval
+
     lines = [f"# LEKA run: {summary['task']} ({summary['backend']})", ""]
     sp = summary["best_speedup"]
-    lines += [f"- best node: #{summary['best_node']}, speedup vs {summary['baseline']}: "
-              f"{f'{sp:.2f}x' if sp else 'n/a'}, correct: {summary['best_correct']}",
+    ci = fmt_interval(sp, summary.get("best_speedup_lo"), summary.get("best_speedup_hi")) if sp else "n/a"
+    lines += [f"- best node: #{summary['best_node']}, speedup vs {summary['baseline']}: {ci} "
+              f"({round(100 * summary.get('ci_level', 0.95))}% interval; faster, its lower bound above 1: "
+              f"{summary.get('best_faster', False)}), correct: {summary['best_correct']}"
+              + (" - timed on a loaded machine" if summary.get("best_loaded") else ""),
+              f"- loaded machine: {summary.get('loaded_evaluations', 0)} of {summary.get('timed_evaluations', 0)} "
+              "timed evaluations ran while other processes used the CPU (their intervals carry that noise)",
               f"- nodes: {summary['nodes_total']} ({', '.join(f'{k} {v}' for k, v in summary['nodes_by_level'].items())}); "
               f"statuses: {summary['nodes_by_status']}",
               f"- budget used: {summary['budget_used_s']:.0f} s of {summary['budget_s']:.0f} s; "
@@ -335,8 +351,9 @@ def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger
         for i, n in enumerate(tree.lineage(best_node.id)):
             s = n.result.speedup if n.result else None
             eff = f"{s / prev:.2f}x" if (s and prev) else "-"
+            sci = fmt_interval(s, n.result.speedup_lo, n.result.speedup_hi) if (s and n.result) else "-"
             lines.append(f"| {i} | #{n.id} | {n.level or 'root'} | {(n.route_reason or '-').replace('|', '/')[:140]} "
-                         f"| {edit_summary(n.edit).replace('|', '/')} | {f'{s:.2f}x' if s else '-'} | {eff} |")
+                         f"| {edit_summary(n.edit).replace('|', '/')} | {sci} | {eff} |")
             prev = s or prev
             if n.edit is not None and n.edit.rationale:
                 lines.append(f"|  |  |  | rationale: {n.edit.rationale[:160].replace('|', '/')} |  |  |  |")
@@ -444,8 +461,13 @@ def summary_table(s: dict[str, Any]) -> Table:
     t = Table(title=f"LEKA summary: {s['task']} ({s['backend']})")
     t.add_column("metric")
     t.add_column("value")
+    from benchmark.stats import fmt_interval
+
     sp = s.get("best_speedup")
-    rows = [("best node", s.get("best_node")), (f"best speedup vs {s.get('baseline')}", f"{sp:.2f}x" if sp else "n/a"),
+    rows = [("best node", s.get("best_node")),
+            (f"best speedup vs {s.get('baseline')}",
+             fmt_interval(sp, s.get("best_speedup_lo"), s.get("best_speedup_hi")) if sp else "n/a"),
+            ("loaded evaluations", f"{s.get('loaded_evaluations', 0)} of {s.get('timed_evaluations', 0)}"),
             ("best correct", s.get("best_correct")), ("nodes by level", s.get("nodes_by_level")),
             ("evaluations", s.get("evaluations")), ("budget used", f"{s.get('budget_used_s', 0):.0f} s"),
             ("stopped", s.get("stop_reason") or "finished"), ("run folder", s.get("run_dir")),

@@ -300,16 +300,23 @@ def test_flat_agent_interleaves_levels_and_tells_each_agent_its_level():
 def test_cell_metrics_count_slowdowns_and_failures():
     from leka.exp.report import bootstrap_ratio, cell_metrics
 
-    rows = [{"correct": True, "compiled": True, "speedup_ref": 2.0, "timing_valid_ref": True},
-            {"correct": True, "compiled": True, "speedup_ref": 0.5, "timing_valid_ref": True},  # a slowdown
-            {"correct": True, "compiled": True, "speedup_ref": 3.0, "timing_valid_ref": False},  # untrusted timing
+    # Fast@p counts the lower bound of each job's interval (benchmark/stats.py), not its point
+    rows = [{"correct": True, "compiled": True, "speedup_ref": 2.0, "speedup_ref_lo": 1.8, "timing_valid_ref": True},
+            {"correct": True, "compiled": True, "speedup_ref": 0.5, "speedup_ref_lo": 0.45,
+             "timing_valid_ref": True},  # a slowdown
+            {"correct": True, "compiled": True, "speedup_ref": 3.0, "speedup_ref_lo": 2.5,
+             "timing_valid_ref": False},  # untrusted timing
             {"correct": False, "compiled": False}]  # failed
     m = cell_metrics(rows)
     assert (m["compile"], m["correct"], m["fast1"]) == (0.75, 0.75, 0.25)
     assert m["geo_ref"] == pytest.approx((2.0 * 0.5 * 1.0 * 1.0) ** 0.25)
-    assert [m["fast_curve"][i] for i in (0, 15, 20, 40)] == [0.5, 0.25, 0.0, 0.0]  # p = 0, 1.5, 2 (strictly faster), 4
+    g0, lo0, hi0 = m["geo_ref_ci"]
+    assert g0 == m["geo_ref"] and lo0 < g0 < hi0
+    # p = 0, 1.5 (lo 1.8 > 1.5), 2 (lo 1.8 < 2, though the point is 2), 4
+    assert [m["fast_curve"][i] for i in (0, 15, 20, 40)] == [0.5, 0.25, 0.0, 0.0]
     g, lo, hi = bootstrap_ratio([(2.0, 1.0), (4.0, 1.0), (1.0, 1.0)])
-    assert g == pytest.approx(2.0) and lo <= g <= hi and bootstrap_ratio([(2.0, 1.0)] * 3) == (2.0, 2.0, 2.0)
+    assert g == pytest.approx(2.0) and lo <= g <= hi
+    assert bootstrap_ratio([(2.0, 1.0)] * 3) == pytest.approx((2.0, 2.0, 2.0))
 
 
 def test_a_stopped_worker_leaves_no_result_a_failing_arm_leaves_a_row(tmp_path, monkeypatch):

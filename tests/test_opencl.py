@@ -129,7 +129,7 @@ def test_board_disconnect_mid_evaluation_is_a_failed_result(board, task, tmp_pat
     tr, srv, dev = board
     # a long timing phase, so the kill lands while the board is in use
     # a loaded machine builds slowly and a server may register late: a timeout well past both
-    ev = Evaluator(_cfg(min_pairs=200, max_pairs=200, timing_budget_s=60.0, sample_s=0.05, timeout_s=400, settle_spread=0.0),
+    ev = Evaluator(_cfg(min_pairs=200, max_pairs=200, timing_budget_s=60.0, sample_s=0.05, timeout_s=400, ci_width=0.0),
                    backend="opencl", cache_dir=str(tmp_path), device=dev)
     done = threading.Event()
     killer = threading.Thread(target=_kill_when_busy, args=(tr, srv, "pocl", 1.0, done), daemon=True)

@@ -88,8 +88,10 @@ class ClaudeCodeResult(BaseModel):
     # the harness's re-evaluation of the best candidate
     compiled: bool = False
     correct: bool = False
-    fast: bool = False
+    fast: bool = False  # the speedup's interval is above 1 (EvalResult.is_faster)
     speedup: float | None = None
+    speedup_lo: float | None = None
+    speedup_hi: float | None = None
     timing_valid: bool | None = None
     error_kind: str | None = None
     eval_error: str | None = None
@@ -293,7 +295,8 @@ def _judge(res: ClaudeCodeResult, run_dir: Path, task, cfg, ws: Path) -> None:
                         error=str(e))
     (run_dir / "final_eval.json").write_text(ev.model_dump_json(indent=1))
     res.compiled, res.correct, res.speedup, res.timing_valid = ev.compiled, ev.correct, ev.speedup, ev.timing_valid
-    res.fast = bool(ev.correct and (ev.speedup or 0.0) > 1.0)
+    res.speedup_lo, res.speedup_hi = ev.speedup_lo, ev.speedup_hi
+    res.fast = ev.is_faster(1.0)
     res.error_kind, res.eval_error = ev.error_kind, ev.error
 
 

@@ -20,6 +20,9 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+RETIRED_EVALUATOR_KEYS = frozenset({"max_spread", "settle_spread", "settle_pairs"})
+
+
 class EvaluatorConfig(_Section):
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
     timeout_s: float = 600.0  # wall clock of one evaluation child process
@@ -34,12 +37,21 @@ class EvaluatorConfig(_Section):
     sample_repeats: int = 3  # a sample is the best of this many runs of `number` calls
     # the timing phase per evaluation: [min_pairs, max_pairs] pairs fit in it; a slow program (a call
     # >= sample_s) gets fewer than min_pairs, at least 1, when they do not fit after its warm-up
-    # (EvalResult.n_pairs, timing_spread: None for one pair, extra["timing_limited"])
+    # (EvalResult.n_pairs; one pair has no interval: speedup_lo / speedup_hi None, extra["timing_limited"])
     timing_budget_s: float = 4.0
-    max_spread: float = 0.10  # timing valid if IQR/median of the per-pair ratios is under this
-    # timing stops before max_pairs once settle_pairs pairs have a spread under settle_spread (0: never)
-    settle_spread: float = 0.03
-    settle_pairs: int = 7
+    # the speedup's confidence interval (benchmark/stats.py: geometric mean of the per-pair ratios,
+    # bootstrap over pairs widened to at least the Student-t interval); "faster" = its lower bound > 1
+    ci_level: float = Field(0.95, gt=0.5, lt=1.0)
+    # timing stops before the planned pairs once, after min_pairs, the interval's relative width
+    # (hi / lo - 1) is under this (0: never early)
+    ci_width: float = Field(0.06, ge=0.0)
+    # timing valid if the interval's relative width is under this. The old bound, IQR / median of the
+    # ratios <= 0.10, is for normal log-ratios a per-pair sd of ~0.074, i.e. a 95% interval ~0.08 wide
+    # over 15 pairs and ~0.14 over 7; 0.25 trusts a point to about +-12%, and "faster" needs lo > 1 anyway
+    max_ci_width: float = Field(0.25, gt=0.0)
+    # a timing is marked loaded (EvalResult.extra["machine_load"], benchmark/load.py) when other
+    # processes' CPU time plus steal time is over this share of one core for the timing's wall time
+    load_share: float = Field(0.25, ge=0.0)
     poison: bool = True  # a run on poison inputs before the first checked run (each later one follows another seed's), so stale buffers fail
     overlap_baseline_build: bool = True  # build the TVM baseline on a second thread during the candidate build
     # a TVM baseline (llvm) comes from the kernel cache: its kernels compiled once per machine
@@ -65,6 +77,16 @@ class EvaluatorConfig(_Section):
     sandbox: bool = True
     sandbox_slack_kib: int = Field(256, ge=1)  # per input: room for distinct window offsets (64 B apart)
     sandbox_output_mib: int = Field(64, ge=1)  # outputs one timing request may hold (bounds its calls)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired_timing_keys(cls, data: Any) -> Any:
+        """The spread gate's keys (max_spread, settle_spread, settle_pairs; replaced by ci_width /
+        max_ci_width, issue 27) are dropped: the config.yaml of a run folder written before them
+        (committed results, `leka run --resume`, `bench eval --config`) still loads."""
+        if isinstance(data, dict) and RETIRED_EVALUATOR_KEYS & data.keys():
+            data = {k: v for k, v in data.items() if k not in RETIRED_EVALUATOR_KEYS}
+        return data
 
 
 class BaselineConfig(_Section):

@@ -56,12 +56,15 @@ class EvalResult(BaseModel):
     seeds: list[int] = Field(default_factory=list)
     max_abs_err: float | None = None
     max_rel_err: float | None = None
-    # timing: speedup = median over interleaved pairs of t_baseline / t_candidate
+    # timing: speedup = geometric mean over interleaved pairs of t_baseline / t_candidate, with its
+    # confidence interval [speedup_lo, speedup_hi] (benchmark/stats.py; None with fewer than 2 pairs)
     speedup: float | None = None
+    speedup_lo: float | None = None
+    speedup_hi: float | None = None
     t_candidate_s: float | None = None
     t_baseline_s: float | None = None
-    timing_valid: bool | None = None
-    timing_spread: float | None = None
+    timing_valid: bool | None = None  # the interval is narrower than evaluator.max_ci_width
+    timing_spread: float | None = None  # IQR / median of the per-pair ratios: reported, not a gate
     n_pairs: int = 0
     # memory
     peak_memory_bytes: int | None = None
@@ -78,6 +81,20 @@ class EvalResult(BaseModel):
     @property
     def measured(self) -> bool:
         return self.correct and self.speedup is not None and bool(self.timing_valid)
+
+    @property
+    def loaded(self) -> bool:
+        """Other processes used the machine during this evaluation's timing (extra["machine_load"])."""
+        return bool((self.extra.get("machine_load") or {}).get("loaded"))
+
+    def is_faster(self, p: float = 1.0) -> bool:
+        """Faster than p x the baseline: measured, and the interval's lower bound is above p (a point
+        speedup above p whose interval reaches below it is not evidence; one pair has no bound)."""
+        return self.measured and self.speedup_lo is not None and self.speedup_lo > p
+
+
+def is_faster(res: EvalResult, p: float = 1.0) -> bool:
+    return res.is_faster(p)
 
 
 class Edit(BaseModel):

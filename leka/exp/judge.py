@@ -39,11 +39,16 @@ def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
     ev = Evaluator(lcfg.evaluator, job.backend, lcfg.baseline)
     r = ev.evaluate(task, outcome.candidate)
     row.update(reference=r.baseline, compiled=r.compiled, correct=r.correct, speedup_ref=r.speedup, timing_valid_ref=r.timing_valid,
+               # the speedup's interval (benchmark/stats.py) and the machine's load during its timing
+               speedup_ref_lo=r.speedup_lo, speedup_ref_hi=r.speedup_hi, loaded_ref=r.loaded,
+               machine_load_ref=r.extra.get("machine_load"),
                t_candidate_s=r.t_candidate_s, t_ref_s=r.t_baseline_s, peak_memory_bytes=r.peak_memory_bytes,
                error_kind=r.error_kind, error=(r.error or None) and r.error[:2000])
     if cfg.baseline.torch and r.correct:
         rt = ev.evaluate(task, outcome.candidate, baseline="torch")
-        row.update(speedup_torch=rt.speedup, timing_valid_torch=rt.timing_valid, t_torch_s=rt.t_baseline_s)
+        row.update(speedup_torch=rt.speedup, timing_valid_torch=rt.timing_valid, t_torch_s=rt.t_baseline_s,
+                   speedup_torch_lo=rt.speedup_lo, speedup_torch_hi=rt.speedup_hi, loaded_torch=rt.loaded,
+                   machine_load_torch=rt.extra.get("machine_load"))
     return row
 
 

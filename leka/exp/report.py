@@ -2,37 +2,58 @@
 from results.sqlite rows (and the anytime points stored in them): regenerating gives the same numbers.
 
 Conventions (EdgeKernelBench, benchmark/metrics.py): rates divide by every job of the cell, so a
-job whose arm produced nothing correct counts against it. The geomean speedup counts every job: a
-correct, validly timed one with its speedup (slowdowns below 1 included), any other as
-FAIL_SPEEDUP = 1 (the user keeps the baseline). Bootstrap intervals resample tasks, fixed seed.
+job whose arm produced nothing correct counts against it. A job is "fast" (Fast@p) only when the lower
+bound of its speedup's interval is above p (benchmark/stats.py: the evaluator's paired timing). The
+geomean speedup counts every job: a correct, validly timed one with its speedup (slowdowns below 1
+included), any other as FAIL_SPEEDUP = 1 (the user keeps the baseline). Intervals over tasks (geomeans,
+ratios, ablation deltas) resample tasks (`stats.mean_interval`: percentile bootstrap, at least the
+Student-t interval, seeded from the data), so regenerating gives the same numbers. Jobs whose timing
+ran on a loaded machine (other processes' CPU or steal time) are counted per cell.
 """
 
 from __future__ import annotations
 
 import html
 import math
-import random
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmark import stats
 from leka.exp.store import Store
 
 FAST_PS = [round(0.1 * i, 1) for i in range(41)]  # Fast@p curve, p in [0, 4]
 FAIL_SPEEDUP = 1.0  # what a failed job contributes to the geomean: the user keeps the baseline
-BOOT = 1000
-BOOT_SEED = 0
+BOOT = stats.RESAMPLES
+
+
+def _suffix(key: str) -> str:
+    return "ref" if key == "speedup_ref" else "torch"
 
 
 def _sp(r: dict[str, Any], key: str = "speedup_ref") -> float | None:
-    ok = r.get("correct") and r.get(key) and r.get("timing_valid_ref" if key == "speedup_ref" else "timing_valid_torch")
+    ok = r.get("correct") and r.get(key) and r.get(f"timing_valid_{_suffix(key)}")
     return float(r[key]) if ok else None
 
 
-def _geo(xs: Sequence[float]) -> float | None:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+def _lo(r: dict[str, Any], key: str = "speedup_ref") -> float | None:
+    """The lower bound of a trusted speedup's interval (None: untrusted, failed, or no interval: one pair,
+    or a row written before intervals)."""
+    return r.get(f"{key}_lo") if _sp(r, key) is not None else None
+
+
+def _fast(r: dict[str, Any], p: float, key: str = "speedup_ref") -> bool:
+    lo = _lo(r, key)
+    return lo is not None and lo > p
+
+
+def _loaded(r: dict[str, Any]) -> bool:
+    return bool(r.get("loaded_ref") or r.get("loaded_torch"))
+
+
+def _geo(xs: Sequence[float]) -> tuple[float, float | None, float | None] | None:
+    return stats.geomean_interval(xs)
 
 
 def cell_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -41,12 +62,14 @@ def cell_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return {"n": 0}
     sp = [_sp(r) for r in rows]
     spt = [_sp(r, "speedup_torch") for r in rows]
+    g, gt = _geo([s or FAIL_SPEEDUP for s in sp]), _geo([s or FAIL_SPEEDUP for s in spt])
     return {"n": n, "compile": sum(bool(r.get("compiled")) for r in rows) / n,
             "correct": sum(bool(r.get("correct")) for r in rows) / n,
-            "fast1": sum(1 for s in sp if s and s > 1.0) / n,
-            "geo_ref": _geo([s or FAIL_SPEEDUP for s in sp]),
-            "geo_torch": _geo([s or FAIL_SPEEDUP for s in spt]),
-            "fast_curve": [sum(1 for s in sp if s and s > p) / n for p in FAST_PS]}
+            "fast1": sum(_fast(r, 1.0) for r in rows) / n,
+            "geo_ref": g[0] if g else None, "geo_ref_ci": g,
+            "geo_torch": gt[0] if gt else None, "geo_torch_ci": gt,
+            "loaded": sum(_loaded(r) for r in rows),
+            "fast_curve": [sum(_fast(r, p) for r in rows) / n for p in FAST_PS]}
 
 
 def _fmt(x: float | None, pct: bool = False) -> str:
@@ -55,27 +78,36 @@ def _fmt(x: float | None, pct: bool = False) -> str:
     return f"{100 * x:.0f}%" if pct else f"{x:.2f}x"
 
 
+def _fmt_ci(ci: tuple[float, float | None, float | None] | None) -> str:
+    return stats.fmt_interval(*ci) if ci else "-"
+
+
 def _raw(r: dict[str, Any], key: str) -> str:
-    """A job's speedup as measured; '?' marks one whose timing was too noisy to count (not in any metric)."""
+    """A job's speedup as measured, with its interval; '?' marks one whose timing was too noisy to count
+    (not in any metric), '(loaded)' one timed while other processes used the machine."""
     v = r.get(key)
     if not v or not r.get("correct"):
         return "-"
-    valid = r.get("timing_valid_ref" if key == "speedup_ref" else "timing_valid_torch")
-    return f"{v:.2f}x" + ("" if valid else "?")
+    valid = r.get(f"timing_valid_{_suffix(key)}")
+    loaded = " (loaded)" if r.get(f"loaded_{_suffix(key)}") else ""
+    return stats.fmt_interval(v, r.get(f"{key}_lo"), r.get(f"{key}_hi")) + ("" if valid else "?") + loaded
 
 
 def _rel(exp_dir: Path, r: dict[str, Any]) -> str:
     return r.get("run_dir") or r.get("attempt_dir") or ""
 
 
-def bootstrap_ratio(pairs: list[tuple[float, float]], seed: int = BOOT_SEED) -> tuple[float, float, float] | None:
-    """Geomean of a/b over tasks, with a 95% percentile bootstrap interval (tasks resampled)."""
+def bootstrap_ratio(pairs: list[tuple[float, float]]) -> tuple[float, float, float] | None:
+    """Geomean of a/b over tasks, with a 95% interval over tasks of the paired per-task log-ratios
+    log a - log b (`stats.mean_interval`: bootstrap, at least the t interval; seeded from the data).
+    A single task has no interval: its bounds are the point."""
     if not pairs:
         return None
     logs = [math.log(a / b) for a, b in pairs]
-    rng = random.Random(seed)
-    boots = sorted(math.exp(sum(rng.choice(logs) for _ in logs) / len(logs)) for _ in range(BOOT))
-    return math.exp(sum(logs) / len(logs)), boots[int(0.025 * BOOT)], boots[int(0.975 * BOOT) - 1]
+    m, lo, hi = stats.mean_interval(logs, salt="ablation")
+    if lo is None or hi is None:
+        lo = hi = m
+    return math.exp(m), math.exp(lo), math.exp(hi)
 
 
 def reference_label(trials: int) -> str:
@@ -86,14 +118,25 @@ class Data:
     def __init__(self, exp_dir: Path):
         import yaml
 
-        self.exp_dir = exp_dir
         st = Store(exp_dir)
         try:
-            self.rows = st.results()
-            self.total = st.conn.execute("SELECT count(*) FROM jobs").fetchone()[0]
+            rows = st.results()
+            total = st.conn.execute("SELECT count(*) FROM jobs").fetchone()[0]
         finally:
             st.close()
-        self.cfg = yaml.safe_load((exp_dir / "experiment.yaml").read_text())
+        self._index(exp_dir, rows, total, yaml.safe_load((exp_dir / "experiment.yaml").read_text()))
+
+    @classmethod
+    def from_rows(cls, exp_dir: Path, rows: list[dict[str, Any]], cfg: dict[str, Any],
+                  total: int | None = None) -> Data:
+        """From rows and an experiment config in memory (tests; the rows as judge.execute writes them)."""
+        d = cls.__new__(cls)
+        d._index(Path(exp_dir), rows, len(rows) if total is None else total, cfg)
+        return d
+
+    def _index(self, exp_dir: Path, rows: list[dict[str, Any]], total: int, cfg: dict[str, Any]) -> None:
+        self.exp_dir = exp_dir
+        self.rows, self.total, self.cfg = rows, total, cfg
         self.arms = [a["name"] for a in self.cfg["arms"]]
         self.trials = self.cfg["baseline"]["tuned_trials"]
         self.ref = reference_label(self.trials)
@@ -126,7 +169,7 @@ def table1(d: Data, link) -> list[str]:
     for b in d.backends:
         out += [f"### Table 1: {b} (reference: {d.ref}; beside it: PyTorch eager)", "",
                 f"| level | arm | jobs | Compile@1 | Correct@1 | Fast@1.0 vs {d.ref} | geomean vs {d.ref} "
-                "| geomean vs PyTorch eager |", "|---|---|---|---|---|---|---|---|"]
+                "| geomean vs PyTorch eager | loaded |", "|---|---|---|---|---|---|---|---|---|"]
         for lv in d.levels:
             for arm in d.arms:
                 rows = d.cells.get((b, lv, arm), [])
@@ -135,9 +178,9 @@ def table1(d: Data, link) -> list[str]:
                 m = cell_metrics(rows)
                 href = f"#{_cell_id(b, lv, arm)}"
                 vals = [_fmt(m["compile"], True), _fmt(m["correct"], True), _fmt(m["fast1"], True),
-                        _fmt(m["geo_ref"]), _fmt(m["geo_torch"])]
+                        _fmt_ci(m["geo_ref_ci"]), _fmt_ci(m["geo_torch_ci"])]
                 out.append(f"| {lv if lv is not None else '?'} | {arm} | {m['n']} | "
-                           + " | ".join(link(v, href) for v in vals) + " |")
+                           + " | ".join(link(v, href) for v in vals) + f" | {m['loaded']} |")
         out.append("")
     return out
 
@@ -146,8 +189,10 @@ def ratio_table(d: Data) -> list[str]:
     if d.ref_arm is None:
         return []
     out = [f"### {d.ref_arm} / arm, per level (geomean over tasks of the speedup ratio vs {d.ref}; "
-           f"95% bootstrap CI over tasks, {BOOT} resamples)", "",
-           "| backend | level | arm | ratio | CI | ablation delta (arm vs " + d.ref_arm + ") |", "|---|---|---|---|---|---|"]
+           f"95% CI over tasks of the paired per-task log-ratios: bootstrap, {BOOT} resamples, at least the "
+           "t interval)", "",
+           "| backend | level | arm | ratio | CI | ablation delta (arm vs " + d.ref_arm + ") | note |",
+           "|---|---|---|---|---|---|---|"]
     for b in d.backends:
         for lv in [*d.levels, None]:
             for arm in d.arms:
@@ -158,7 +203,9 @@ def ratio_table(d: Data) -> list[str]:
                     continue
                 g, lo, hi = r
                 delta = f"{100 * (1 / g - 1):+.0f}% [{100 * (1 / hi - 1):+.0f}%, {100 * (1 / lo - 1):+.0f}%]"
-                out.append(f"| {b} | {lv if lv is not None else 'all'} | {arm} | {g:.2f} | [{lo:.2f}, {hi:.2f}] | {delta} |")
+                note = "CI includes 0: no evidence of a difference" if lo <= 1.0 <= hi else ""
+                out.append(f"| {b} | {lv if lv is not None else 'all'} | {arm} | {g:.2f} | [{lo:.2f}, {hi:.2f}] "
+                           f"| {delta} | {note} |")
     return out + [""]
 
 
@@ -184,9 +231,12 @@ def markdown(d: Data) -> str:
 
     lines = [f"# Experiment {d.cfg['name']}", "",
              f"{len(d.rows)} of {d.total} jobs done. Speedups are measured by one evaluator for every arm: the "
-             f"arm's final candidate against {d.ref} and against PyTorch eager. "
+             f"arm's final candidate against {d.ref} and against PyTorch eager, each with its 95% interval "
+             "`point [lo, hi]`; a job counts as fast (Fast@p) only when lo > p. "
              "Rates divide by all jobs of a cell; the geomean counts a failed job as 1.00x. In the job table, "
-             "`?` marks a speedup whose paired timings were too noisy to trust (counted nowhere). Figures: report.html.", ""]
+             "`?` marks a speedup whose interval was too wide to trust (counted nowhere), `(loaded)` one timed "
+             f"while other processes used the machine ({sum(_loaded(r) for r in d.rows)} of {len(d.rows)} jobs). "
+             "Figures: report.html.", ""]
     lines += table1(d, link) + ratio_table(d) + job_rows(d, link)
     return "\n".join(lines)
 
@@ -236,8 +286,10 @@ def html_report(d: Data) -> str:
              f"<style>{CSS}</style></head><body>",
              f"<h1>Experiment {esc(d.cfg['name'])}</h1>",
              f"<p>{len(d.rows)} of {d.total} jobs done. One evaluator judges every arm's final candidate against "
-             f"{esc(d.ref)} and PyTorch eager. Rates divide by all jobs of a cell; "
-             "the geomean counts a failed job as 1.00x. Every number links to its run folder or its jobs.</p>",
+             f"{esc(d.ref)} and PyTorch eager, each speedup with its 95% interval; a job is fast (Fast@p) only when "
+             "the interval's lower bound is above p. Rates divide by all jobs of a cell; "
+             f"the geomean counts a failed job as 1.00x. Jobs timed on a loaded machine: "
+             f"{sum(_loaded(r) for r in d.rows)} of {len(d.rows)}. Every number links to its run folder or its jobs.</p>",
              "<h2 id='table1'>Table 1</h2>", _md_to_html(table1(d, link))]
     for b in d.backends:
         rows = [r for r in d.rows if r["backend"] == b]
@@ -255,8 +307,8 @@ def html_report(d: Data) -> str:
     parts.append("<h2>Cells</h2>")
     for (b, lv, arm), rows in sorted(d.cells.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, d.arms.index(kv[0][2])
                                                                        if kv[0][2] in d.arms else 99)):
-        items = "".join(f"<li>{link(r['job_id'], _rel(d.exp_dir, r))}: {esc(_fmt(_sp(r)))} vs {esc(d.ref)}, "
-                        f"{esc(_fmt(_sp(r, 'speedup_torch')))} vs torch</li>" for r in rows)
+        items = "".join(f"<li>{link(r['job_id'], _rel(d.exp_dir, r))}: {esc(_raw(r, 'speedup_ref'))} vs {esc(d.ref)}, "
+                        f"{esc(_raw(r, 'speedup_torch'))} vs torch</li>" for r in rows)
         parts.append(f"<h4 id='{_cell_id(b, lv, arm)}'>{esc(b)}, level {lv}, {esc(arm)}</h4><ul>{items}</ul>")
     jl = job_rows(d, link)
     parts += ["<h2>Jobs</h2>", _md_to_html(jl[2:])]
