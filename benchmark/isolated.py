@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import sys
 from typing import Any
 
@@ -31,6 +32,8 @@ from benchmark.process_state import ProcessStateChanged
 from leka import tvm_adapter as A
 
 SYSRAND = random.SystemRandom()
+# an allocation refused by the worker's data limit (RLIMIT_DATA: the memory cap), as TVM / C++ say it
+OOM = re.compile(r"bad_alloc|out of memory|cannot allocate|allocat\w*[^\n]{0,60}fail|ENOMEM", re.I)
 
 
 def _err(res: Any, kind: str, msg: str) -> None:
@@ -82,7 +85,8 @@ def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool) -> 
     return sandbox.Served(
         setup=lambda buf, pool: A.sandbox_runner(runner, buf, pool.starts, shapes, cache),
         n_outputs=len(st.root.outputs), out_bytes=[], threads=threads, sandbox=True, guard=guard,
-        warm=lambda: A.start_thread_pool(threads))
+        warm=lambda: A.start_thread_pool(threads),
+        guard_inputs=lambda lo, hi, fd: A.call_loop.install_input_guard(lo, hi, fd, cache))
 
 
 def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Served:
@@ -118,32 +122,36 @@ def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Se
                 with torch.no_grad():
                     return model(*args)
 
-        held: list[Any] = []
+        held: list[Any] = []  # the request's outputs
+        keep: list[Any] = []  # contiguous copies and arrays whose addresses were reported
         k = len(specs)
 
         def run(n: int, offsets_addr: int, results_addr: int, cap: int) -> int:
             offs = np.ctypeslib.as_array((ctypes.c_int64 * (n * k)).from_address(offsets_addr))
             held.clear()
+            keep.clear()
             for c in range(n):
                 held.append(call([view(i, int(offs[c * k + i])) for i in range(k)]))
             flat: list[int] = []
             for out in held:
-                for t in _flat(out):
-                    flat += [t[0], t[1]]
+                for addr, nbytes, dtype, shape in _flat(out):
+                    dims = list(shape)[:8]
+                    flat += [addr, nbytes, sandbox.dtype_code(dtype), len(shape)] + dims + [0] * (8 - len(dims))
             res = np.ctypeslib.as_array((ctypes.c_int64 * cap).from_address(results_addr))
             res[:len(flat)] = flat
             return len(flat)
 
-        def _flat(out) -> list[tuple[int, int]]:
+        def _flat(out) -> list[tuple[int, int, Any, tuple[int, ...]]]:
             if isinstance(out, (list, tuple)):
                 return [x for o in out for x in _flat(o)]
             if isinstance(out, torch.Tensor):
                 t = out if out.is_contiguous() else out.contiguous()
-                held.append(t)  # alive until the next request
-                return [(t.data_ptr(), t.numel() * t.element_size())]
+                keep.append(t)  # alive until the next request
+                a = t.numpy() if t.dtype != torch.bfloat16 else t.view(torch.int16).numpy()
+                return [(t.data_ptr(), t.numel() * t.element_size(), a.dtype, tuple(t.shape))]
             a = np.ascontiguousarray(out)
-            held.append(a)
-            return [(a.ctypes.data, a.nbytes)]
+            keep.append(a)
+            return [(a.ctypes.data, a.nbytes, a.dtype, a.shape)]
 
         return run, None
 
@@ -195,7 +203,12 @@ def _like(st: Any) -> list[tuple[tuple[int, ...], str]]:
 
 
 def _fail(st: Any, e: BaseException, where: str) -> bool:
-    if isinstance(e, sandbox.WorkerDied):
+    if isinstance(e, sandbox.WorkerError) and e.kind:
+        _err(st.res, e.kind, f"{where}: {e}")
+    elif isinstance(e, sandbox.WorkerError) and OOM.search(str(e)):
+        _err(st.res, "oom", f"{where}: the candidate's worker could not allocate within the memory cap, "
+             f"during the {'time_step' if where == 'timing' else 'check'} step ({e})")
+    elif isinstance(e, sandbox.WorkerDied):
         _err(st.res, "crash", f"{where}: {e}")
     elif isinstance(e, sandbox.ShapeMismatch):
         _err(st.res, "shape", f"{where}: {e}")
@@ -208,19 +221,20 @@ BIG_OUTPUTS = 256 * 2**20  # outputs past this are read from the worker and comp
 PIECE = 64 * 2**20
 
 
-def compare_remote(w: sandbox.SandboxWorker, call: list[tuple[int, int]], refs: list[np.ndarray], atol: float,
+def compare_remote(w: sandbox.SandboxWorker, call: list[sandbox.Out], refs: list[np.ndarray], atol: float,
                    rtol: float) -> tuple[str | None, str, float, float]:
     """`outputs.compare` of one call's outputs, read from the stopped worker: whole where they are
     small, in pieces of PIECE bytes where they are large (no full copy of a GiB output in the judge)."""
-    if len(call) != len(refs):
-        return "shape", f"candidate returned {len(call)} output(s), reference {len(refs)}", math.nan, math.nan
     like = [(tuple(r.shape), str(r.dtype)) for r in refs]
-    if sum(nb for _, nb in call) <= BIG_OUTPUTS:
+    try:
+        sandbox.check_like(call, like)
+    except sandbox.ShapeMismatch as e:
+        return "shape", str(e), math.nan, math.nan
+    if sum(o.nbytes for o in call) <= BIG_OUTPUTS:
         return compare(w.read_outputs(call, like), refs, atol, rtol)
     max_abs = max_rel = 0.0
-    for i, ((addr, nbytes), r) in enumerate(zip(call, refs, strict=True)):
-        if nbytes != r.nbytes:
-            return "shape", f"output {i}: {nbytes} bytes, expected {r.nbytes} ({r.shape}, {r.dtype})", math.nan, math.nan
+    for i, (o, r) in enumerate(zip(call, refs, strict=True)):
+        addr = o.addr
         flat, item = r.reshape(-1), r.dtype.itemsize
         step = max(1, PIECE // item)
         for lo in range(0, flat.size, step):

@@ -63,7 +63,39 @@ class WorkerDied(RuntimeError):
 
 
 class WorkerError(RuntimeError):
-    """The worker answered with an error raised by the code it runs (a runtime error of the candidate)."""
+    """The worker answered with an error raised by the code it runs (a runtime error of the candidate);
+    `kind` is an error_kind the worker named (input_mutated: its fault handler saw a write into the pool)."""
+
+    def __init__(self, msg: str, kind: str | None = None):
+        super().__init__(msg)
+        self.kind = kind if kind in ("input_mutated",) else None
+
+
+RECORD = 12  # int64s per output in a run's answer: address, bytes, dtype, ndim, 8 dims (call_loop.py)
+_DL_CODES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 6: "bool"}
+
+
+def dtype_code(dtype: Any) -> int:
+    """A numpy dtype as DLPack's (code << 16 | bits << 8 | lanes)."""
+    d = np.dtype(dtype)
+    code = {"i": 0, "u": 1, "f": 2, "b": 6}.get(d.kind, 2)
+    return (code << 16) | (d.itemsize * 8 << 8) | 1
+
+
+def _dtype_name(packed: int) -> str:
+    code, bits, lanes = packed >> 16, (packed >> 8) & 0xFF, packed & 0xFF
+    name = _DL_CODES.get(code, f"code{code}")
+    return ("bool" if name == "bool" else f"{name}{bits}") + (f"x{lanes}" if lanes > 1 else "")
+
+
+@dataclass(frozen=True)
+class Out:
+    """One output as the worker reported it (untrusted: sizes are checked against the reference's)."""
+
+    addr: int
+    nbytes: int
+    dtype: str
+    shape: tuple[int, ...]
 
 
 # --------------------------------------------------------------------------- the input pool
@@ -224,7 +256,7 @@ def read_memory(pid: int, addr: int, nbytes: int) -> bytearray:
 class Calls:
     """What one request answered: per call, its outputs' (address, bytes)."""
 
-    outputs: list[list[tuple[int, int]]]
+    outputs: list[list[Out]]
     seconds: float  # the judge's clock around the request (send to answer)
     process_state: str | None = None
 
@@ -292,7 +324,7 @@ class SandboxWorker:
         if not isinstance(reply, dict):
             raise WorkerDied("an answer out of protocol")
         if reply.get("error") is not None:
-            raise WorkerError(str(reply["error"])[:2000])
+            raise WorkerError(str(reply["error"])[:2000], reply.get("error_kind"))
         return reply, t
 
     def _reap(self) -> None:
@@ -308,26 +340,28 @@ class SandboxWorker:
         reply, t = self._ask({"op": "run", "n": len(offsets), "offsets": flat})
         raw = reply.get("out")
         n_out = self.n_outputs
-        if not isinstance(raw, list) or len(raw) != 2 * n_out * len(offsets) or not all(isinstance(v, int) for v in raw):
+        if not isinstance(raw, list) or not all(isinstance(v, int) for v in raw) or len(raw) % RECORD:
             raise WorkerDied(f"an answer out of protocol ({type(raw).__name__} of outputs)")
+        if len(raw) != RECORD * n_out * len(offsets):
+            raise ShapeMismatch(f"candidate returned {len(raw) // RECORD // max(1, len(offsets))} output(s) a call, "
+                                f"reference {n_out}")
         outs = []
         for c in range(len(offsets)):
-            row = [(raw[2 * (c * n_out + k)], raw[2 * (c * n_out + k) + 1]) for k in range(n_out)]
+            row = []
+            for k in range(n_out):
+                r = raw[RECORD * (c * n_out + k): RECORD * (c * n_out + k + 1)]
+                ndim = min(max(r[3], 0), 8)
+                row.append(Out(addr=r[0], nbytes=r[1], dtype=_dtype_name(r[2]), shape=tuple(r[4:4 + ndim])))
             outs.append(row)
         ps = reply.get("process_state")
         return Calls(outputs=outs, seconds=t, process_state=str(ps)[:1000] if ps else None)
 
-    def read_outputs(self, call: list[tuple[int, int]], like: Sequence[tuple[tuple[int, ...], str]]) -> list[np.ndarray]:
+    def read_outputs(self, call: list[Out], like: Sequence[tuple[tuple[int, ...], str]]) -> list[np.ndarray]:
         """One call's outputs, read from the (stopped) worker's memory, as arrays of the expected shapes
-        and dtypes; a size that differs is a shape error of the candidate."""
-        out = []
-        for (addr, nbytes), (shape, dtype) in zip(call, like, strict=True):
-            want = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-            if nbytes != want:
-                raise ShapeMismatch(f"an output of {nbytes} bytes where {want} ({shape}, {dtype}) were expected")
-            buf = read_memory(self.pid, addr, nbytes)
-            out.append(np.frombuffer(buf, dtype=dtype).reshape(shape))
-        return out
+        and dtypes; a shape, dtype or size that differs is a shape error of the candidate."""
+        check_like(call, like)
+        return [np.frombuffer(read_memory(self.pid, o.addr, o.nbytes), dtype=d).reshape(s)
+                for o, (s, d) in zip(call, like, strict=True)]
 
     def profile(self, offsets: Sequence[int], repeat: int) -> tuple[list[dict], float]:
         reply, _ = self._ask({"op": "profile", "offsets": [int(o) for o in offsets], "repeat": int(repeat)})
@@ -357,7 +391,20 @@ class SandboxWorker:
 
 
 class ShapeMismatch(RuntimeError):
-    """An output whose size is not the reference's."""
+    """An output whose shape, dtype or size is not the reference's."""
+
+
+def check_like(call: list[Out], like: Sequence[tuple[tuple[int, ...], str]]) -> None:
+    if len(call) != len(like):
+        raise ShapeMismatch(f"candidate returned {len(call)} output(s), reference {len(like)}")
+    for i, (o, (shape, dtype)) in enumerate(zip(call, like, strict=True)):
+        if tuple(o.shape) != tuple(shape):
+            raise ShapeMismatch(f"output {i}: shape {tuple(o.shape)}, expected {tuple(shape)}")
+        if o.dtype != str(np.dtype(dtype)) and not (o.dtype == "bool" and np.dtype(dtype) == np.bool_):
+            raise ShapeMismatch(f"output {i}: dtype {o.dtype}, expected {np.dtype(dtype)}")
+        want = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if o.nbytes != want:
+            raise ShapeMismatch(f"output {i}: {o.nbytes} bytes, expected {want}")
 
 
 # --------------------------------------------------------------------------- starting one
@@ -374,6 +421,8 @@ class Served:
     sandbox: bool = True  # False: trusted code (torch.compile / ONNX Runtime baselines need files)
     guard: bool = False  # the worker reports process-wide settings its calls changed
     warm: Callable[[], None] | None = None  # thread pools made before the filter closes
+    # guard_inputs(lo, hi, fd): a fault in [lo, hi) (the read-only pool) is reported on fd (input_mutated)
+    guard_inputs: Callable[[int, int, int], None] | None = None
 
 
 def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) -> SandboxWorker:
@@ -574,6 +623,9 @@ def _worker_main(sock: socket.socket, served: Served, pool: Pool, judge: int, ro
         os.environ.clear()  # no keys, no paths: nothing of the user's environment
     os.environ.update(env_keep)
     run, profile = served.setup(memoryview(ro), pool)
+    if served.guard_inputs is not None:
+        lo = int(np.frombuffer(ro, dtype=np.uint8).ctypes.data)
+        served.guard_inputs(lo, lo + pool.size, sock.fileno())
     if served.warm is not None:
         served.warm()
     _warm_openmp(served.threads)
@@ -607,7 +659,7 @@ def _serve(sock: socket.socket, run: Callable[..., int], profile: Any, guard: An
                 n = int(msg["n"])
                 offsets = np.asarray(msg["offsets"], dtype=np.int64)
                 k_inputs = offsets.size // max(n, 1)
-                need = 2 * n * n_outputs
+                need = RECORD * n * n_outputs
                 if results.size < need:
                     results = np.zeros(need, dtype=np.int64)
                 got = run(n, offsets.ctypes.data, results.ctypes.data, results.size)

@@ -211,3 +211,16 @@ def test_the_evaluator_refuses_it_as_illegal_source(task, root, tmp_path):
                                                      entry="leka_ok")}})
     res = ev.evaluate(task, ok, time_it=False)
     assert res.correct, (res.error_kind, res.error)
+
+
+@pytest.mark.parametrize(("line", "bad"), [
+    ('#include </root/.ssh/id_rsa>', True), ('#include "/etc/passwd"', True), ('#include "../../leak.h"', True),
+    ('#embed "weights.bin"', True), ('#include_next <cmath>', True), ('#include SOME_MACRO', True),
+    ('#include <cmath>', False), ('#include <immintrin.h>', False), ('#include <tvm/ffi/any.h>', False),
+])
+def test_includes_name_headers_never_files(line, bad):
+    """The compiler runs in the judge and quotes what it reads in its errors, which reach the model."""
+    from leka.ir import l2_guard
+
+    found = [f for f in l2_guard.scan("cpp", line + "\nint f() { return 0; }\n") if "reads a file" in f.what]
+    assert bool(found) is bad, found

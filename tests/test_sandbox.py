@@ -223,7 +223,16 @@ def test_kernel_that_computes_only_the_checked_call_is_stale(task, root, tmp_pat
 
 
 def test_write_into_an_input_faults(task, root, tmp_path):
+    """The pool is mapped read-only: the write faults, and the worker's fault handler names it."""
     res = _ev(tmp_path).evaluate(task, _cand(task, root, WRITES_INPUT, "sb_writes"), time_it=False)
+    assert res.error_kind == "input_mutated" and "read-only" in res.error, (res.error_kind, res.error)
+
+
+def test_other_faults_are_crashes(task, root, tmp_path):
+    src = HEAD + r"""
+extern "C" int32_t ENTRY(float* x, float* w, float* out) { *(volatile int*)8 = 1; return 0; }
+"""
+    res = _ev(tmp_path).evaluate(task, _cand(task, root, src, "sb_segv"), time_it=False)
     assert res.error_kind == "crash" and "SIGSEGV" in res.error, (res.error_kind, res.error)
 
 
@@ -278,6 +287,9 @@ def test_worker_protocol_rejects_malformed_answers():
     sandbox._send(b, {"out": [1, 2, 3]})  # three numbers for one call's one output
     with pytest.raises(sandbox.WorkerDied):
         w.run([[0]])
+    sandbox._send(b, {"out": [0] * (2 * sandbox.RECORD)})  # two outputs where the reference has one
+    with pytest.raises(sandbox.ShapeMismatch):
+        w.run([[0]])
     b.sendall(b"\x05\x00\x00\x00\x00\x00\x00\x00{bad}")
     with pytest.raises(sandbox.WorkerDied):
         w.run([[0]])
@@ -316,8 +328,9 @@ def test_worker_jail_and_outputs_read_in_pieces(monkeypatch, tmp_path):
                 except OSError:
                     pass
                 held.append(y)
-                res[2 * c], res[2 * c + 1] = y.ctypes.data, y.nbytes
-            return 2 * n
+                rec = [y.ctypes.data, y.nbytes, sandbox.dtype_code(y.dtype), 1, 1024] + [0] * 7
+                res[sandbox.RECORD * c: sandbox.RECORD * (c + 1)] = rec
+            return sandbox.RECORD * n
 
         return run, None
 

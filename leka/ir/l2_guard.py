@@ -70,6 +70,11 @@ _C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", 
 _BAD_HEADERS = re.compile(r"^[ \t]*#\s*include\s*[<\"](dlfcn\.h|thread|future|pthread\.h|fstream|fenv\.h|cfenv|csignal"
                           r"|signal\.h|sched\.h|unistd\.h|sys/[\w/]+\.h|filesystem|cstdlib\.h)[>\"]", re.M)
 _CTOR = re.compile(r"__attribute__\s*\(\(\s*(?:constructor|destructor)")
+# what the compiler reads: a header by name, never a file by path (the compiler runs in the judge, and
+# its errors quote the file it read: `#include </home/me/.ssh/id_rsa>` would print the key into the
+# result the model reads). C23's #embed and GCC's #include_next / #import read files too
+_INCLUDE = re.compile(r"^[ \t]*#\s*(include_next|include|import|embed)\b\s*([<\"])?([^>\"\n]*)", re.M)
+_HEADER_DIRS = ("tvm/", "dlpack/", "CL/", "cuda/", "bits/")
 _TYPE_KW = re.compile(r"\b(?:struct|class|union|enum)\b")
 
 
@@ -290,6 +295,12 @@ def _scan_calls(code: str, lines: _Lines) -> list[Finding]:
     return found
 
 
+def _not_a_header(name: str) -> bool:
+    if not name or name.startswith(("/", "~", ".")) or ".." in name or "\\" in name or ":" in name:
+        return True
+    return "/" in name and not name.startswith(_HEADER_DIRS)
+
+
 def scan(language: str, text: str) -> list[Finding]:
     """Findings for one L2 source (`language` in cpp, c, llvm, cuda, opencl), sorted by line."""
     if language == "llvm":
@@ -304,6 +315,11 @@ def scan(language: str, text: str) -> list[Finding]:
         found = _scan_scopes(code, lines, gpu) + _scan_calls(code, lines) + _scan_literals(_c_literals(text), lines)
         for m in _BAD_HEADERS.finditer(text):
             found.append(Finding(lines.of(m.start()), "outside", f"header <{m.group(1)}> is not for kernels"))
+        for m in _INCLUDE.finditer(text):
+            what, name = m.group(1), m.group(3).strip()
+            if what != "include" or not m.group(2) or _not_a_header(name):
+                found.append(Finding(lines.of(m.start()), "outside",
+                                     f"#{what} {name!r} reads a file, not a header of the toolchain"))
         for m in _CTOR.finditer(code):
             found.append(Finding(lines.of(m.start()), "process", "load-time code (constructor / destructor)"))
         if gpu == "cuda":

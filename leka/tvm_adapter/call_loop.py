@@ -40,7 +40,12 @@ SOURCE = r"""
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/function.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -96,11 +101,18 @@ struct ViewAlloc {
   void FreeData(DLTensor*) {}
 };
 
+// per output: address, bytes, dtype (code << 16 | bits << 8 | lanes), ndim, then 8 dims (0-padded)
+constexpr int kRecord = 12;
+
 static void flat_outputs(const ffi::Any& v, std::vector<int64_t>* out) {
   if (auto t = v.as<ffi::Tensor>()) {
     const DLTensor* d = t.value().GetDLTensorPtr();
     out->push_back(reinterpret_cast<int64_t>(static_cast<char*>(d->data) + d->byte_offset));
     out->push_back(static_cast<int64_t>(ffi::GetDataSize(*d)));
+    out->push_back((static_cast<int64_t>(d->dtype.code) << 16) | (static_cast<int64_t>(d->dtype.bits) << 8) |
+                   static_cast<int64_t>(d->dtype.lanes));
+    out->push_back(d->ndim);
+    for (int i = 0; i < 8; ++i) out->push_back(i < d->ndim ? d->shape[i] : 0);
     return;
   }
   if (auto a = v.as<ffi::Array<ffi::Any>>()) {
@@ -110,9 +122,49 @@ static void flat_outputs(const ffi::Any& v, std::vector<int64_t>* out) {
   TVM_FFI_THROW(TypeError) << "window loop: an output that is neither a tensor nor a tuple of them";
 }
 
+// A write into the read-only input pool faults; the worker says so before it dies, so the judge can
+// name it (input_mutated) instead of a bare SIGSEGV. Async-signal-safe: one write, then _exit.
+static uintptr_t g_pool_lo = 0, g_pool_hi = 0;
+static int g_fd = -1;
+static const char kMutated[] =
+    "{\"error\":\"the candidate wrote into its inputs (they are mapped read-only)\",\"error_kind\":\"input_mutated\"}";
+
+static void on_fault(int sig, siginfo_t* info, void*) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
+  if (g_fd >= 0 && a >= g_pool_lo && a < g_pool_hi) {
+    uint64_t n = sizeof(kMutated) - 1;
+    ssize_t r1 = write(g_fd, &n, sizeof n);
+    ssize_t r2 = write(g_fd, kMutated, n);
+    (void)r1;
+    (void)r2;
+    _exit(0);
+  }
+  signal(sig, SIG_DFL);  // any other fault: die of it, as the judge expects
+  raise(sig);
+}
+
+// install_input_guard(lo, hi, fd): faults at addresses in [lo, hi) are reported on fd
+extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_install_input_guard(void*, const TVMFFIAny* args, int32_t num_args,
+                                                                TVMFFIAny* result) {
+  TVM_FFI_SAFE_CALL_BEGIN();
+  TVM_FFI_ICHECK_EQ(num_args, 3) << "install_input_guard(lo, hi, fd)";
+  const ffi::AnyView* a = reinterpret_cast<const ffi::AnyView*>(args);
+  g_pool_lo = static_cast<uintptr_t>(a[0].cast<int64_t>());
+  g_pool_hi = static_cast<uintptr_t>(a[1].cast<int64_t>());
+  g_fd = static_cast<int>(a[2].cast<int64_t>());
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_fault;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGSEGV, &sa, nullptr);
+  sigaction(SIGBUS, &sa, nullptr);
+  *reinterpret_cast<ffi::Any*>(result) = ffi::Any(static_cast<int64_t>(0));
+  TVM_FFI_SAFE_CALL_END();
+}
+
 // make_window_loop(f, proto_0, proto_1, ...) -> loop(number, offsets_addr, results_addr, results_cap)
-// offsets: int64[number * n_inputs] byte offsets from each prototype's data; results: (address, bytes)
-// of every output of every call, in call order; returns the int64 count written
+// offsets: int64[number * n_inputs] byte offsets from each prototype's data; results: a kRecord-int64
+// record of every output of every call, in call order; returns the int64 count written
 extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_window_loop(void*, const TVMFFIAny* args, int32_t num_args,
                                                              TVMFFIAny* result) {
   TVM_FFI_SAFE_CALL_BEGIN();
@@ -256,6 +308,15 @@ def rotating_loop(f: Callable[..., Any], arg_sets: Sequence[Sequence[Any]],
         return loop(int(number), int(k))
 
     return run
+
+
+RECORD = 12  # int64s per output in the window loop's results: address, bytes, dtype, ndim, 8 dims
+
+
+def install_input_guard(lo: int, hi: int, fd: int, cache_dir: str | os.PathLike | None = None) -> None:
+    """A fault at an address in [lo, hi) (the read-only input pool) is reported on `fd` as an
+    `input_mutated` answer before the process exits (benchmark/sandbox.py)."""
+    _factory(cache_dir, "install_input_guard")(int(lo), int(hi), int(fd))
 
 
 def window_loop(f: Callable[..., Any], protos: Sequence[Any], cache_dir: str | os.PathLike | None = None):
