@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.ctypeslib  # noqa: F401 - loaded before a worker's root is emptied (its Python loops use it)
 
 from benchmark import proc
 
@@ -320,10 +321,15 @@ class SandboxWorker:
             self._reap()
             raise
         t = time.perf_counter() - t0
-        self._stop()
+        failed = isinstance(reply, dict) and reply.get("error") is not None
+        try:
+            self._stop()
+        except WorkerDied:
+            if not failed:  # an error answer may be its last words (the fault handler's)
+                raise
         if not isinstance(reply, dict):
             raise WorkerDied("an answer out of protocol")
-        if reply.get("error") is not None:
+        if failed:
             raise WorkerError(str(reply["error"])[:2000], reply.get("error_kind"))
         return reply, t
 

@@ -219,7 +219,8 @@ def test_memo_behind_const_pointers_gains_nothing(task, root, tmp_path):
 
 def test_kernel_that_computes_only_the_checked_call_is_stale(task, root, tmp_path):
     res = _ev(tmp_path).evaluate(task, _cand(task, root, ONLY_CHECKED, "sb_only_checked", reps=200))
-    assert res.error_kind == "stale_output" and not res.correct, (res.error_kind, res.error, res.speedup)
+    # caught in the checked runs (a one-call request after a two-call one) or in the timing
+    assert res.error_kind in ("stale_output", "mismatch") and not res.correct, (res.error_kind, res.error)
 
 
 def test_write_into_an_input_faults(task, root, tmp_path):
