@@ -163,7 +163,10 @@ def start(st: Any) -> None:
     """Fork the candidate's worker (and the baseline's, when this job times): call after the build."""
     cfg = st.cfg
     specs = _specs(st)
-    st.pool = pool = sandbox.Pool(specs, int(cfg.get("sandbox_slack_kib", 256)) * 1024)
+    out_bytes = max(1, st.root.output_bytes)
+    slack = int(cfg.get("sandbox_slack_kib", 256)) * 1024
+    max_calls = int(cfg.get("sandbox_output_mib", 64)) * 2**20 // out_bytes
+    st.pool = pool = sandbox.Pool(specs, slack, max_calls=max(1, max_calls))
     cap, _ = memory.cap_bytes(st.job.get("memory_cap_gb", cfg.get("memory_cap_gb")), st.footprint)
     guard = bool(cfg.get("process_check", True))
     A.call_loop.library(str(baselines.cache_root(st.job.get("cache_dir"))))  # compiled here: workers only load it
@@ -176,7 +179,9 @@ def start(st: Any) -> None:
             base = st.base_prep.result() if st.base_prep is not None else baselines.prebuild(
                 kind, task=st.task, root=st.root, backend=st.backend, target=st.target, ms_dir=st.job.get("ms_dir"),
                 cache_dir=st.job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True))
-            served = _vm_served(st, base, specs, guard=False)
+            # the baseline's worker runs the same guard after its runs, its verdict unused: the check
+            # touches memory, and done after one arm's runs only it cost that arm 5-9% on small kernels
+            served = _vm_served(st, base, specs, guard=guard)
         else:
             st.model = st.model or st.task.make_model()
             served = _py_served(st, kind, specs)
@@ -185,8 +190,7 @@ def start(st: Any) -> None:
     import torch
 
     torch.set_num_threads(int(st.job.get("threads", 2)))  # the judge's references: workers are forked
-    out_bytes = max(1, st.root.output_bytes)
-    st.max_calls = max(1, min(pool.positions, int(cfg.get("sandbox_output_mib", 64)) * 2**20 // out_bytes))
+    st.max_calls = pool.max_calls
     st.res.extra["sandbox"] = ", ".join(st.workers["candidate"].layers) or "process only"
     st.res.extra["sandbox_threads"] = st.workers["candidate"].threads
 
@@ -268,8 +272,9 @@ def check(st: Any) -> bool:
                 else:
                     rows = [poison, zero]
             calls = w.run(rows)
-            if calls.process_state and st.cfg.get("process_check", True):
-                _err(res, "process_state", f"after the candidate's run (seed {seed}): {calls.process_state}")
+            changed = w.state() if st.cfg.get("process_check", True) else None
+            if changed:
+                _err(res, "process_state", f"after the candidate's run (seed {seed}): {changed}")
                 return False
             for i, a in enumerate(inputs):
                 if not np.array_equal(a, pool.window(i, 0), equal_nan=True):
@@ -325,11 +330,14 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
                 # the warm-up: a request costs ~0.1 ms of its own (signals, the socket), so one call says
                 # little about a call's time; grow the request until it lasts a few ms, as a sample will
                 calibrated[0] = True
-                n, t = 1, one(1)
-                while n < st.max_calls and t * n < 2e-3:
+                one(1, draw=False)  # a fresh worker's first call (lazy setup, faults): not a measure
+                n = 1
+                while True:  # best of two at each size: one slow request must not stop the growth
+                    t = min(one(n, draw=False) for _ in range(2))
+                    if n >= st.max_calls or t * n >= 2e-3:
+                        break
                     n = min(st.max_calls, n * 4)
-                    t = one(n, draw=False)
-                return t
+                return min([t] + [one(n, draw=False) for _ in range(2)])
             return one(number)
 
         def one(number: int, draw: bool = True) -> float:
@@ -340,8 +348,10 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
             per_input = [rng.sample(range(pool.positions), n) for _ in pool.specs]
             rows = [[per_input[i][c] * sandbox.ALIGN for i in range(len(pool.specs))] for c in range(n)]
             calls = me.run(rows)
-            if guard and role == "candidate" and calls.process_state:
-                raise ProcessStateChanged(calls.process_state)
+            if guard:
+                changed = me.state()  # untimed, after the request; both arms alike
+                if changed and role == "candidate":
+                    raise ProcessStateChanged(changed)
             j = rng.randrange(n)
             mine = me.read_outputs(calls.outputs[j], like)
             theirs = other.read_outputs(other.run([rows[j]]).outputs[0], like)

@@ -133,8 +133,17 @@ class Pool:
     size: int = 0
     _mm: mmap.mmap | None = None
 
+    max_calls: int = 1  # calls one request may make: the request area holds their offsets
+    req_fd: int = -1
+    _req: mmap.mmap | None = None
+
     def __post_init__(self) -> None:
         self.slack = _align(max(ALIGN, self.slack))
+        self.max_calls = max(1, min(int(self.max_calls), self.positions))
+        # the offsets of a request's calls, written by the judge before its clock starts (binary, so no
+        # encoding of thousands of numbers is timed), mapped read-only by the workers
+        self.req_fd = os.memfd_create("leka-requests", os.MFD_CLOEXEC)
+        os.ftruncate(self.req_fd, max(8, 8 * self.max_calls * max(1, len(self.specs))))
         pos = 0
         for s in self.specs:
             self.starts.append(pos)
@@ -151,9 +160,15 @@ class Pool:
         return self.slack // ALIGN + 1
 
     def map_rw(self) -> None:
-        """The judge's writable mapping, made after the workers are forked (they never inherit it)."""
+        """The judge's writable mappings, made after the workers are forked (they never inherit them)."""
         if self._mm is None:
             self._mm = mmap.mmap(self.fd, self.size)
+            self._req = mmap.mmap(self.req_fd, max(8, 8 * self.max_calls * max(1, len(self.specs))))
+
+    def write_offsets(self, flat: Sequence[int]) -> None:
+        assert self._req is not None
+        a = np.frombuffer(self._req, dtype=np.int64, count=len(flat))
+        a[:] = flat
 
     def region(self, i: int) -> np.ndarray:
         """Input i's whole pool as elements of its dtype (the judge's writable view)."""
@@ -195,9 +210,16 @@ class Pool:
             except BufferError:  # numpy views still alive: the mapping goes with the process
                 pass
             self._mm = None
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        if self._req is not None:
+            try:
+                self._req.close()
+            except BufferError:
+                pass
+            self._req = None
+        for name in ("fd", "req_fd"):
+            if getattr(self, name) >= 0:
+                os.close(getattr(self, name))
+                setattr(self, name, -1)
 
 
 # --------------------------------------------------------------------------- framing (JSON only)
@@ -259,7 +281,6 @@ class Calls:
 
     outputs: list[list[Out]]
     seconds: float  # the judge's clock around the request (send to answer)
-    process_state: str | None = None
 
 
 class SandboxWorker:
@@ -273,6 +294,8 @@ class SandboxWorker:
         self.n_outputs, self.out_bytes = n_outputs, out_bytes
         self.layers = layers
         self.exit_note: str | None = None
+        self.pool: Pool | None = None
+        self.results_addr = 0  # where the worker writes its outputs' records (it says so at its start)
         self.threads = 0  # threads the worker had when its filter closed (its own report)
         self._stopped = True
 
@@ -309,10 +332,12 @@ class SandboxWorker:
         raise WorkerDied(f"the {self.role}'s sandboxed worker died ({how})")
 
     def _ask(self, msg: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        data = json.dumps(msg, separators=(",", ":")).encode()
+        frame = struct.pack("<Q", len(data)) + data  # encoded before the clock starts
         self._cont()
         t0 = time.perf_counter()
         try:
-            _send(self.sock, msg)
+            self.sock.sendall(frame)
             reply = _recv(self.sock)
         except (OSError, WorkerDied):
             t = time.perf_counter() - t0
@@ -341,13 +366,21 @@ class SandboxWorker:
         self._died()
 
     def run(self, offsets: Sequence[Sequence[int]]) -> Calls:
-        """One request: call c on inputs at byte offsets `offsets[c]` (one per input)."""
-        flat = [int(o) for row in offsets for o in row]
-        reply, t = self._ask({"op": "run", "n": len(offsets), "offsets": flat})
-        raw = reply.get("out")
+        """One request: call c on inputs at byte offsets `offsets[c]` (one per input). The offsets go
+        into the request area and the outputs' records are read from the worker afterwards, both
+        outside the timed request (which carries only the call count)."""
+        if self.pool is None or len(offsets) > self.pool.max_calls:
+            raise ValueError(f"{len(offsets)} calls in one request, over the pool's {getattr(self.pool, 'max_calls', 0)}")
+        self.pool.write_offsets([int(o) for row in offsets for o in row])
+        reply, t = self._ask({"op": "run", "n": len(offsets)})
+        got = reply.get("got")
+        if not isinstance(got, int) or got < 0 or got > RECORD * self.n_outputs * len(offsets) + RECORD:
+            raise WorkerDied(f"an answer out of protocol ({got!r} result numbers)")
+        raw = np.frombuffer(read_memory(self.pid, self.results_addr, 8 * got), dtype=np.int64).tolist() \
+            if got else []
         n_out = self.n_outputs
-        if not isinstance(raw, list) or not all(isinstance(v, int) for v in raw) or len(raw) % RECORD:
-            raise WorkerDied(f"an answer out of protocol ({type(raw).__name__} of outputs)")
+        if len(raw) % RECORD:
+            raise WorkerDied(f"an answer out of protocol ({len(raw)} result numbers)")
         if len(raw) != RECORD * n_out * len(offsets):
             raise ShapeMismatch(f"candidate returned {len(raw) // RECORD // max(1, len(offsets))} output(s) a call, "
                                 f"reference {n_out}")
@@ -359,8 +392,13 @@ class SandboxWorker:
                 ndim = min(max(r[3], 0), 8)
                 row.append(Out(addr=r[0], nbytes=r[1], dtype=_dtype_name(r[2]), shape=tuple(r[4:4 + ndim])))
             outs.append(row)
+        return Calls(outputs=outs, seconds=t)
+
+    def state(self) -> str | None:
+        """What process-wide settings the worker's calls changed (its own guard's report), or None."""
+        reply, _ = self._ask({"op": "state"})
         ps = reply.get("process_state")
-        return Calls(outputs=outs, seconds=t, process_state=str(ps)[:1000] if ps else None)
+        return str(ps)[:1000] if ps else None
 
     def read_outputs(self, call: list[Out], like: Sequence[tuple[tuple[int, ...], str]]) -> list[np.ndarray]:
         """One call's outputs, read from the (stopped) worker's memory, as arrays of the expected shapes
@@ -482,6 +520,8 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
         w.close()
         raise WorkerError(str(hello["error"])[:3000])
     w.layers = [str(x) for x in hello.get("layers", [])][:8]
+    w.pool = pool
+    w.results_addr = int(hello["results"]) if isinstance(hello.get("results"), int) else 0
     w.threads = int(hello.get("threads", 0)) if isinstance(hello.get("threads"), int) else 0
     w._stop()
     return w
@@ -621,6 +661,12 @@ def _worker_main(sock: socket.socket, served: Served, pool: Pool, judge: int, ro
     ro_fd = os.open(f"/proc/self/fd/{pool.fd}", os.O_RDONLY)
     ro = mmap.mmap(ro_fd, pool.size, prot=mmap.PROT_READ)
     os.close(ro_fd)
+    req_fd = os.open(f"/proc/self/fd/{pool.req_fd}", os.O_RDONLY)
+    req_size = max(8, 8 * pool.max_calls * max(1, len(pool.specs)))
+    req = mmap.mmap(req_fd, req_size, prot=mmap.PROT_READ)
+    os.close(req_fd)
+    offsets = np.frombuffer(req, dtype=np.int64)
+    results = np.zeros(RECORD * pool.max_calls * max(1, served.n_outputs) + RECORD, dtype=np.int64)
     keep = {sock.fileno()}
     _close_fds(keep)
     env_keep = {"OMP_NUM_THREADS": str(served.threads), "TVM_NUM_THREADS": str(served.threads),
@@ -650,26 +696,22 @@ def _worker_main(sock: socket.socket, served: Served, pool: Pool, judge: int, ro
         layers = _jail(root_dir)
         _seccomp(_seccomp_lib, os.getpid())
         layers.append("seccomp")
-    _send(sock, {"ok": True, "layers": layers, "threads": threads_now})
-    _serve(sock, run, profile, guard, served.n_outputs)
+    _send(sock, {"ok": True, "layers": layers, "threads": threads_now, "results": int(results.ctypes.data)})
+    _serve(sock, run, profile, guard, offsets, results)
 
 
-def _serve(sock: socket.socket, run: Callable[..., int], profile: Any, guard: Any, n_outputs: int) -> None:
-    k_inputs: int | None = None
-    results = np.zeros(0, dtype=np.int64)
+def _serve(sock: socket.socket, run: Callable[..., int], profile: Any, guard: Any, offsets: np.ndarray,
+           results: np.ndarray) -> None:
     while True:
         msg = _recv(sock)
         op = msg.get("op")
         try:
             if op == "run":
                 n = int(msg["n"])
-                offsets = np.asarray(msg["offsets"], dtype=np.int64)
-                k_inputs = offsets.size // max(n, 1)
-                need = RECORD * n * n_outputs
-                if results.size < need:
-                    results = np.zeros(need, dtype=np.int64)
                 got = run(n, offsets.ctypes.data, results.ctypes.data, results.size)
-                reply: dict[str, Any] = {"out": results[:got].tolist()}
+                _send(sock, {"got": int(got)})
+            elif op == "state":  # asked apart from `run`: the guard's ~0.1 ms stays out of the timed request
+                reply: dict[str, Any] = {"process_state": None}
                 if guard is not None:
                     try:
                         guard.check()
@@ -687,5 +729,3 @@ def _serve(sock: socket.socket, run: Callable[..., int], profile: Any, guard: An
             lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
             tail = lines[-1] if lines else type(e).__name__
             _send(sock, {"error": f"{type(e).__name__}: {tail}"[:2000]})
-        del k_inputs
-        k_inputs = None

@@ -281,22 +281,23 @@ def test_worker_protocol_rejects_malformed_answers():
             raise sandbox.WorkerDied("reaped")
 
     a, b = socket.socketpair()
+    pool = sandbox.Pool([sandbox.InputSpec((4,), "float32")], 256, max_calls=2)
+    pool.map_rw()
     w = Unstarted(pid=0, sock=a, role="candidate", n_outputs=1, out_bytes=[], layers=[])
-    sandbox._send(b, {"out": "not a list"})
-    with pytest.raises(sandbox.WorkerDied):
-        w.run([[0]])
-    sandbox._send(b, {"out": [1, 2, 3]})  # three numbers for one call's one output
-    with pytest.raises(sandbox.WorkerDied):
-        w.run([[0]])
-    sandbox._send(b, {"out": [0] * (2 * sandbox.RECORD)})  # two outputs where the reference has one
-    with pytest.raises(sandbox.ShapeMismatch):
-        w.run([[0]])
+    w.pool = pool
+    for bad in ({"got": "three"}, {"got": -1}, {"got": 10**9}, {"nothing": 1}):
+        sandbox._send(b, bad)
+        with pytest.raises(sandbox.WorkerDied):
+            w.run([[0]])
     b.sendall(b"\x05\x00\x00\x00\x00\x00\x00\x00{bad}")
     with pytest.raises(sandbox.WorkerDied):
         w.run([[0]])
     b.sendall(b"\xff" * 8)  # a length over the protocol's bound
     with pytest.raises(sandbox.WorkerDied):
         w.run([[0]])
+    with pytest.raises(ValueError):  # more calls than the request area holds
+        w.run([[0]] * 3)
+    pool.close()
 
 
 def test_worker_jail_and_outputs_read_in_pieces(monkeypatch, tmp_path):
@@ -311,7 +312,7 @@ def test_worker_jail_and_outputs_read_in_pieces(monkeypatch, tmp_path):
     secret = tmp_path / "secret"
     secret.write_text("x")
     specs = [sandbox.InputSpec((1024,), "float32")]
-    pool = sandbox.Pool(specs, 4096)
+    pool = sandbox.Pool(specs, 4096, max_calls=8)
 
     def setup(buf, pool):
         held: list = []
