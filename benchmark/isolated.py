@@ -267,7 +267,7 @@ def check(st: Any) -> bool:
             rows = [zero]
             if st.cfg.get("poison", True) and n == 0:
                 poison = [pool.slack] * len(pool.specs)  # other valid inputs first
-                if st.root.output_bytes > BIG_OUTPUTS:
+                if st.root.output_bytes > BIG_OUTPUTS or st.max_calls < 2:
                     w.run([poison])  # its own request: its outputs are freed before the seed's call
                 else:
                     rows = [poison, zero]

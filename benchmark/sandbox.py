@@ -363,7 +363,11 @@ class SandboxWorker:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        self._died()
+        try:  # blocking: it is dead or dying, and how it died (SIGSEGV before our SIGKILL) is the verdict
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED)
+        except OSError:
+            info = None
+        self._died(info)
 
     def run(self, offsets: Sequence[Sequence[int]]) -> Calls:
         """One request: call c on inputs at byte offsets `offsets[c]` (one per input). The offsets go

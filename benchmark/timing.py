@@ -147,8 +147,8 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
     reps = max(1, int(cfg.get("sample_repeats", 3)))
     nc = max(1, math.ceil(cfg["sample_s"] / reps / max(tc1, 1e-7)))
     nb = max(1, math.ceil(cfg["sample_s"] / reps / max(tb1, 1e-7)))
-    if 0.5 <= tc1 / max(tb1, 1e-12) <= 2.0:
-        # arms within 2x of each other make the same number of calls: a sample's fixed costs (a
+    if 2 / 3 < tc1 / max(tb1, 1e-12) < 1.5:
+        # arms within 1.5x of each other make the same number of calls: a sample's fixed costs (a
         # sandboxed worker's request: signals, a socket round trip) then weigh alike on both, and a
         # noisy warm-up cannot tilt an A-vs-A comparison through unequal call counts
         nc = nb = max(1, math.ceil(cfg["sample_s"] / reps / max(math.sqrt(tc1 * tb1), 1e-7)))

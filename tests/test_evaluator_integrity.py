@@ -9,13 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_l2 import COMPUTE, HEAD, HONEST, l2_candidate
 
 from benchmark.evaluator import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
 from leka.core.config import EvaluatorConfig
 from leka.core.types import Edit
-from leka.ir import L2Entry, l2_guard
+from leka.ir import l2_guard
 from leka.ir.edits import apply_edit
 
 DATA = Path(__file__).parent / "data"
@@ -24,24 +25,6 @@ DATA = Path(__file__).parent / "data"
 OLD = {"timing_input_sets": 1, "check_timed_outputs": False, "fresh_seed": False, "process_check": False,
        "static_check": False}
 
-HEAD = "#include <cstdint>\n#include <cstring>\n"
-# relu(x) * w + x, made slow on purpose (REPS passes over the data that do not change the result),
-# so a shortcut that skips the work shows up as a large speedup
-COMPUTE = r"""
-static inline void compute(const float* x, const float* w, float* out) {
-  volatile float sink = 0.f;
-  for (int r = 0; r < REPS; ++r)
-    for (int i = 0; i < 256; ++i) sink = sink + x[i] * 1e-30f;
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 64; ++j) {
-      float v = x[i * 64 + j];
-      out[i * 64 + j] = (v > 0.f ? v : 0.f) * w[j] + v;
-    }
-}
-"""
-HONEST = HEAD + COMPUTE + r"""
-extern "C" int32_t ENTRY(float* x, float* w, float* out) { compute(x, w, out); return 0; }
-"""
 # input-keyed memo: computes for every new input, returns its last output when sampled inputs match
 MEMO = HEAD + COMPUTE + r"""
 static float last_out[256];
@@ -150,17 +133,8 @@ def _ev(tmp_path, **over) -> Evaluator:
     return Evaluator(cfg, cache_dir=str(tmp_path))
 
 
-def _cand(task, root, src: str, name: str, reps: int = 0):
-    """The root candidate with its one PrimFunc replaced by `src` (no edit-time check: the
-    evaluator's own checks are under test)."""
-    from leka import tvm_adapter as A
-
-    cand = ir.root_candidate(task, root=root)
-    layers = ir.lower_layers(cand, A.make_target("llvm"), root.params)
-    ((kernel, key),) = list(layers.l2_keys.items())
-    entry = f"leka_{name}"
-    text = src.replace("ENTRY", entry).replace("REPS", str(reps))
-    return cand.model_copy(update={"l2": {key: L2Entry(kernel=kernel, language="cpp", text=text, entry=entry)}})
+def _cand(task, root, src: str, name: str, reps: int = 0, **subs: str):
+    return l2_candidate(task, root, src, name, reps, **subs)
 
 
 def _fe_upward() -> str:

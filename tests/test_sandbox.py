@@ -9,32 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from tiny_l2 import COMPUTE, HEAD, HONEST, l2_candidate
 
 from benchmark.evaluator import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
 from leka.core.config import EvaluatorConfig
-from leka.ir import L2Entry
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")
 
 DATA = Path(__file__).parent / "data"
-HEAD = "#include <cstdint>\n#include <cstring>\n"
-COMPUTE = r"""
-static inline void compute(const float* x, const float* w, float* out) {
-  volatile float sink = 0.f;
-  for (int r = 0; r < REPS; ++r)
-    for (int i = 0; i < 256; ++i) sink = sink + x[i] * 1e-30f;
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 64; ++j) {
-      float v = x[i * 64 + j];
-      out[i * 64 + j] = (v > 0.f ? v : 0.f) * w[j] + v;
-    }
-}
-"""
-HONEST = HEAD + COMPUTE + r"""
-extern "C" int32_t ENTRY(float* x, float* w, float* out) { compute(x, w, out); return 0; }
-"""
 # the evaluation process's own interpreter, reached through its C API (the symbols resolve at load
 # time): it replaces the judge's comparison, leaves a file behind, and returns garbage
 PYTHON_API = HEAD + r"""
@@ -162,16 +146,7 @@ def _ev(tmp_path, **over) -> Evaluator:
 
 
 def _cand(task, root, src: str, name: str, reps: int = 0, **subs: str):
-    from leka import tvm_adapter as A
-
-    cand = ir.root_candidate(task, root=root)
-    layers = ir.lower_layers(cand, A.make_target("llvm"), root.params)
-    ((kernel, key),) = list(layers.l2_keys.items())
-    entry = f"leka_{name}"
-    text = src.replace("ENTRY", entry).replace("REPS", str(reps))
-    for k, v in subs.items():
-        text = text.replace(k, v)
-    return cand.model_copy(update={"l2": {key: L2Entry(kernel=kernel, language="cpp", text=text, entry=entry)}})
+    return l2_candidate(task, root, src, name, reps, **subs)
 
 
 def test_honest_kernel_is_judged_in_the_sandbox(task, root, tmp_path):
