@@ -84,7 +84,7 @@ def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool) -> 
     threads = int(st.job.get("threads", 2))
     return sandbox.Served(
         setup=lambda buf, pool: A.sandbox_runner(runner, buf, pool.starts, shapes, cache),
-        n_outputs=len(st.root.outputs), out_bytes=[], threads=threads, sandbox=True, guard=guard,
+        n_outputs=len(st.root.outputs), threads=threads, sandbox=True, guard=guard,
         warm=lambda: A.start_thread_pool(threads),
         guard_inputs=lambda lo, hi, fd: A.call_loop.install_input_guard(lo, hi, fd, cache))
 
@@ -155,7 +155,7 @@ def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Se
 
         return run, None
 
-    return sandbox.Served(setup=setup, n_outputs=len(st.root.outputs), out_bytes=[], threads=threads,
+    return sandbox.Served(setup=setup, n_outputs=len(st.root.outputs), threads=threads,
                           sandbox=False, guard=False)
 
 
@@ -371,18 +371,12 @@ def time_step(st: Any) -> bool:
     res, cfg = st.res, st.cfg
     cand, base = timers(st)
     try:
-        tm = timing.paired_timing(cand, base, cfg)
-    except timing.StaleOutput as e:
-        res.correct = False
-        _err(res, "stale_output", f"{e} (the checked runs passed: the kernel returns a result it did not compute "
-             "for these inputs, or finishes after returning)")
-        return False
-    except ProcessStateChanged as e:
-        _err(res, "process_state", f"during timing: {e}")
-        return False
+        tm = timing.judged_pairs(cand, base, cfg, res)
     except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
         res.correct = False
         return _fail(st, e, "timing")
+    if tm is None:
+        return False
     timing.record(res, tm)
     res.extra["timer"] = "candidate sandbox, baseline sandbox" if st.workers["baseline"].layers else \
         "candidate sandbox, baseline worker (trusted, not sandboxed)"

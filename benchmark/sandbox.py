@@ -286,12 +286,11 @@ class Calls:
 class SandboxWorker:
     """A forked worker serving `run` / `profile` requests; `stop()`ped between them."""
 
-    def __init__(self, pid: int, sock: socket.socket, role: str, n_outputs: int, out_bytes: list[int],
-                 layers: list[str]):
+    def __init__(self, pid: int, sock: socket.socket, role: str, n_outputs: int, layers: list[str]):
         if pid <= 0 and type(self) is SandboxWorker:
             raise ValueError(f"a worker's pid is positive, not {pid}: kill(0 or -1) signals whole groups")
         self.pid, self.sock, self.role = pid, sock, role
-        self.n_outputs, self.out_bytes = n_outputs, out_bytes
+        self.n_outputs = n_outputs
         self.layers = layers
         self.exit_note: str | None = None
         self.pool: Pool | None = None
@@ -340,8 +339,6 @@ class SandboxWorker:
             self.sock.sendall(frame)
             reply = _recv(self.sock)
         except (OSError, WorkerDied):
-            t = time.perf_counter() - t0
-            del t
             self._stopped = True  # dead or dying: nothing to stop
             self._reap()
             raise
@@ -464,7 +461,6 @@ class Served:
 
     setup: Callable[[memoryview, Pool], tuple[Callable[..., int], Callable[[Sequence[int], int], Any] | None]]
     n_outputs: int
-    out_bytes: list[int]
     threads: int
     sandbox: bool = True  # False: trusted code (torch.compile / ONNX Runtime baselines need files)
     guard: bool = False  # the worker reports process-wide settings its calls changed
@@ -494,7 +490,7 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
                 pass
         os._exit(code)
     child.close()
-    w = SandboxWorker(pid, parent, role, served.n_outputs, served.out_bytes, [])
+    w = SandboxWorker(pid, parent, role, served.n_outputs, [])
     w._stopped = False
     parent.settimeout(START_TIMEOUT_S)
     try:

@@ -249,3 +249,21 @@ def record(res, tm: dict[str, Any]) -> None:
         res.error = (f"timing interval {res.speedup:.3f}x [{res.speedup_lo:.3f}, {res.speedup_hi:.3f}] is "
                      f"{tm['ci_width']:.3f} wide, over the bound {bound} (evaluator.max_ci_width); speedup not "
                      "trusted")
+
+
+def judged_pairs(cand: Timer, base: Timer, cfg: dict[str, Any], res) -> dict[str, Any] | None:
+    """`paired_timing`, its candidate-side failures written into the EvalResult `res` (None then): a
+    timed output that is not its inputs' (stale_output), process-wide settings changed (process_state).
+    Both evaluation paths (in-process, benchmark/worker.py; sandboxed, benchmark/isolated.py) use it."""
+    from benchmark.process_state import ProcessStateChanged
+
+    try:
+        return paired_timing(cand, base, cfg)
+    except StaleOutput as e:
+        res.correct = False
+        res.error_kind, res.error = "stale_output", (
+            f"{e} (the checked runs passed: the kernel returns a result it did not compute for these inputs, "
+            "or finishes after returning)")[:4000]
+    except ProcessStateChanged as e:
+        res.error_kind, res.error = "process_state", f"during timing: {e}"[:4000]
+    return None

@@ -440,15 +440,8 @@ def time_step(st: JobState) -> bool:
                                 check=_baseline_check(st) if n_sets > 1 else None,
                                 hold=st.plan.hold, memory_cfg=st.plan.memory_cfg)
     cand = _candidate_timer(st, n_sets)
-    try:
-        tm = timing.paired_timing(cand, base, cfg)
-    except timing.StaleOutput as e:
-        res.correct = False
-        _err(res, "stale_output", f"{e} (the checked runs passed: the kernel returns a result it did "
-             "not compute for these inputs, or finishes after returning)")
-        return False
-    except process_state.ProcessStateChanged as e:
-        _err(res, "process_state", f"during timing: {e}")
+    tm = timing.judged_pairs(cand, base, cfg, res)
+    if tm is None:
         return False
     timing.record(res, tm)
     res.extra["timing_input_sets"] = n_sets

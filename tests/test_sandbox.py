@@ -258,7 +258,7 @@ def test_worker_protocol_rejects_malformed_answers():
     a, b = socket.socketpair()
     pool = sandbox.Pool([sandbox.InputSpec((4,), "float32")], 256, max_calls=2)
     pool.map_rw()
-    w = Unstarted(pid=0, sock=a, role="candidate", n_outputs=1, out_bytes=[], layers=[])
+    w = Unstarted(pid=0, sock=a, role="candidate", n_outputs=1, layers=[])
     w.pool = pool
     for bad in ({"got": "three"}, {"got": -1}, {"got": 10**9}, {"nothing": 1}):
         sandbox._send(b, bad)
@@ -311,7 +311,7 @@ def test_worker_jail_and_outputs_read_in_pieces(monkeypatch, tmp_path):
 
         return run, None
 
-    w = sandbox.start(sandbox.Served(setup=setup, n_outputs=1, out_bytes=[], threads=1, sandbox=True), pool,
+    w = sandbox.start(sandbox.Served(setup=setup, n_outputs=1, threads=1, sandbox=True), pool,
                       "candidate")
     try:
         assert "seccomp" in w.layers, w.layers
