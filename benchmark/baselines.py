@@ -128,20 +128,24 @@ def cached_executable(backend: str, target, mod, cache_dir: str | None = None, e
 
 
 def prebuild(kind: str, *, task: Task, root: ir.Root, backend: str, target, ms_dir: str | None = None,
-             cache_dir: str | None = None, so_cache: bool = True, memory_cfg: str | None = None) -> A.VMRunner | None:
+             cache_dir: str | None = None, so_cache: bool = True, memory_cfg: str | None = None,
+             executable_only: bool = False) -> Any:
     """The baseline's VM for the TVM kinds (build + link: the slow part of a Level-3 evaluation, which
     the evaluation child runs on a second thread while the candidate builds, and which `so_cache`
-    does once per machine: `cached_executable`); None for the others."""
-    dev = A.device_for(backend)
+    does once per machine: `cached_executable`); None for the others. `executable_only`: the built
+    executable, no VM (a sandboxed device worker loads it: the judge never touches the device)."""
     if kind == "untuned":
         mod = ir.lower_layers(ir.root_candidate(task, backend, root), target, root.params).scheduled
-        return A.VMRunner(cached_executable(backend, target, mod, cache_dir, so_cache), dev, memory_cfg=memory_cfg)
-    if kind == "tuned":
+    elif kind == "tuned":
         if not ms_dir or not is_tuned(Path(ms_dir)):
             raise RuntimeError("no MetaSchedule database for this task: run `leka bench baseline` first")
         mod = tuned_module(task, root, backend, target, ms_dir)
-        return A.VMRunner(cached_executable(backend, target, mod, cache_dir, so_cache), dev, memory_cfg=memory_cfg)
-    return None
+    else:
+        return None
+    ex = cached_executable(backend, target, mod, cache_dir, so_cache)
+    if executable_only:
+        return ex
+    return A.VMRunner(ex, A.device_for(backend), memory_cfg=memory_cfg)
 
 
 def vm_rotating_timer(runner: A.VMRunner, sets: list[list[np.ndarray]], *,

@@ -30,6 +30,7 @@ from benchmark import baselines, memory, sandbox, timing
 from benchmark.outputs import _np, compare
 from benchmark.process_state import ProcessStateChanged
 from leka import tvm_adapter as A
+from leka.backends import get_backend
 
 SYSRAND = random.SystemRandom()
 # an allocation refused by the worker's data limit (RLIMIT_DATA: the memory cap), as TVM / C++ say it
@@ -60,14 +61,33 @@ def unsupported(st: Any) -> str | None:
         return "evaluator.sandbox is false"
     if not sys.platform.startswith("linux"):
         return f"no sandbox on {sys.platform}"
-    if st.gpu or st.backend != "llvm":
-        return f"backend {st.backend}: its candidates still run in the evaluation process (docs/threat_model.md)"
+    if on_device(st) and st.job.get("time") and st.job.get("baseline") not in (None, "untuned", "tuned"):
+        return (f"backend {st.backend} with baseline {st.job.get('baseline')}: the torch baselines on a device "
+                "are timed in the evaluation process (docs/threat_model.md)")
     for _, d in st.root.outputs:
         try:
             np.dtype(d)
         except TypeError:
             return f"output dtype {d} has no numpy type to read it back as"
     return None
+
+
+def on_device(st: Any) -> bool:
+    """The backend's memory is a device's (CUDA, OpenCL): the worker uploads inputs into slots."""
+    return bool(get_backend(st.backend).gpu)
+
+
+def _device_served(st: Any, ex: Any, specs: list[sandbox.InputSpec], slots: int, guard: bool) -> sandbox.Served:
+    shapes = [(s.shape, s.dtype) for s in specs]
+    cache = str(baselines.cache_root(st.job.get("cache_dir")))
+    threads = int(st.job.get("threads", 2))
+
+    def setup(buf, pool):
+        d = A.device_sandbox_runner(ex, st.backend, buf, pool.starts, shapes, slots, cache)
+        return sandbox.DeviceServe(**d)
+
+    return sandbox.Served(setup=setup, n_outputs=len(st.root.outputs), threads=threads, sandbox=True,
+                          guard=guard, warm=lambda: A.start_thread_pool(threads), device=True)
 
 
 def _specs(st: Any) -> list[sandbox.InputSpec]:
@@ -166,26 +186,36 @@ def start(st: Any) -> None:
     out_bytes = max(1, st.root.output_bytes)
     slack = int(cfg.get("sandbox_slack_kib", 256)) * 1024
     max_calls = int(cfg.get("sandbox_output_mib", 64)) * 2**20 // out_bytes
+    device = on_device(st)
+    if device:  # slots on the device: a call's inputs and outputs each
+        per_call = out_bytes + sum(s.nbytes for s in specs)
+        max_calls = min(DEVICE_SLOTS, int(cfg.get("sandbox_device_mib", 512)) * 2**20 // max(1, per_call))
     st.pool = pool = sandbox.Pool(specs, slack, max_calls=max(1, max_calls))
     cap, _ = memory.cap_bytes(st.job.get("memory_cap_gb", cfg.get("memory_cap_gb")), st.footprint)
     guard = bool(cfg.get("process_check", True))
     A.call_loop.library(str(baselines.cache_root(st.job.get("cache_dir"))))  # compiled here: workers only load it
+
+    def served(runner_or_ex: Any) -> sandbox.Served:
+        if device:
+            return _device_served(st, runner_or_ex, specs, pool.max_calls, guard)
+        return _vm_served(st, runner_or_ex, specs, guard)
+
     st.workers = {}
-    st.workers["candidate"] = sandbox.start(_vm_served(st, st.runner, specs, guard), pool, "candidate",
-                                            data_limit=cap)
+    st.workers["candidate"] = sandbox.start(served(st.built.executable if device else st.runner), pool,
+                                            "candidate", data_limit=cap)
     if st.job.get("time") and st.job.get("baseline"):
         kind = st.job["baseline"]
         if kind in ("untuned", "tuned"):
             base = st.base_prep.result() if st.base_prep is not None else baselines.prebuild(
                 kind, task=st.task, root=st.root, backend=st.backend, target=st.target, ms_dir=st.job.get("ms_dir"),
-                cache_dir=st.job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True))
+                cache_dir=st.job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True), executable_only=device)
             # the baseline's worker runs the same guard after its runs, its verdict unused: the check
             # touches memory, and done after one arm's runs only it cost that arm 5-9% on small kernels
-            served = _vm_served(st, base, specs, guard=guard)
+            base_served = served(base)
         else:
             st.model = st.model or st.task.make_model()
-            served = _py_served(st, kind, specs)
-        st.workers["baseline"] = sandbox.start(served, pool, "baseline", data_limit=cap)
+            base_served = _py_served(st, kind, specs)
+        st.workers["baseline"] = sandbox.start(base_served, pool, "baseline", data_limit=cap)
     pool.map_rw()
     import torch
 
@@ -221,6 +251,7 @@ def _fail(st: Any, e: BaseException, where: str) -> bool:
     return False
 
 
+DEVICE_SLOTS = 256  # argument sets a device worker holds: the calls one request may make
 BIG_OUTPUTS = 256 * 2**20  # outputs past this are read from the worker and compared piece by piece
 PIECE = 64 * 2**20
 
@@ -276,8 +307,11 @@ def check(st: Any) -> bool:
             if changed:
                 _err(res, "process_state", f"after the candidate's run (seed {seed}): {changed}")
                 return False
+            # on a device, the slot the seed's call ran on is read back: its copy of the inputs is the device's
+            after = w.slot_inputs(len(rows) - 1, [(s.shape, s.dtype) for s in pool.specs]) if w.device else \
+                [pool.window(i, 0) for i in range(len(inputs))]
             for i, a in enumerate(inputs):
-                if not np.array_equal(a, pool.window(i, 0), equal_nan=True):
+                if not np.array_equal(a, after[i], equal_nan=True):
                     _err(res, "input_mutated", f"seed {seed}: input {i} changed")
                     return False
             refs = _references(st, seed)

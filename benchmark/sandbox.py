@@ -28,8 +28,6 @@ No tvm import here (the adapter does it). Linux only; the seccomp layer needs li
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import json
 import mmap
 import os
@@ -44,59 +42,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import numpy.ctypeslib  # noqa: F401 - loaded before a worker's root is emptied (its Python loops use it)
 
-from benchmark import proc
-
-try:  # loaded here, in the judge (and the forkserver that preloads it), not in every worker
-    import pyseccomp as _seccomp_lib
-except (ImportError, OSError) as _e:  # no libseccomp.so.2: workers refuse to start (fail closed)
-    _seccomp_lib = None
-    _SECCOMP_MISSING = f"{type(_e).__name__}: {_e}"
-
-ALIGN = 64  # bytes: every view into a pool starts on a 64-byte boundary, as TVM allocates
-_LIBC = ctypes.CDLL(None, use_errno=True)
-NOBODY = 65534
-
-
-class WorkerDied(RuntimeError):
-    """The worker ended (or broke the protocol) before answering: the candidate crashed."""
-
-
-class WorkerError(RuntimeError):
-    """The worker answered with an error raised by the code it runs (a runtime error of the candidate);
-    `kind` is an error_kind the worker named (input_mutated: its fault handler saw a write into the pool)."""
-
-    def __init__(self, msg: str, kind: str | None = None):
-        super().__init__(msg)
-        self.kind = kind if kind in ("input_mutated",) else None
-
-
-RECORD = 12  # int64s per output in a run's answer: address, bytes, dtype, ndim, 8 dims (call_loop.py)
-_DL_CODES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 6: "bool"}
-
-
-def dtype_code(dtype: Any) -> int:
-    """A numpy dtype as DLPack's (code << 16 | bits << 8 | lanes)."""
-    d = np.dtype(dtype)
-    code = {"i": 0, "u": 1, "f": 2, "b": 6}.get(d.kind, 2)
-    return (code << 16) | (d.itemsize * 8 << 8) | 1
-
-
-def _dtype_name(packed: int) -> str:
-    code, bits, lanes = packed >> 16, (packed >> 8) & 0xFF, packed & 0xFF
-    name = _DL_CODES.get(code, f"code{code}")
-    return ("bool" if name == "bool" else f"{name}{bits}") + (f"x{lanes}" if lanes > 1 else "")
-
-
-@dataclass(frozen=True)
-class Out:
-    """One output as the worker reported it (untrusted: sizes are checked against the reference's)."""
-
-    addr: int
-    nbytes: int
-    dtype: str
-    shape: tuple[int, ...]
+from benchmark import sandbox_worker
+from benchmark.sandbox_wire import (  # noqa: F401 - the sandbox's names, re-exported for its users
+    ALIGN,
+    MAX_MESSAGE,
+    RECORD,
+    START_TIMEOUT_S,
+    DeviceServe,
+    Out,
+    Served,
+    ShapeMismatch,
+    WorkerDied,
+    WorkerError,
+    _dtype_name,
+    _recv,
+    _send,
+    check_like,
+    dtype_code,
+    read_memory,
+)
 
 
 # --------------------------------------------------------------------------- the input pool
@@ -222,65 +187,43 @@ class Pool:
                 setattr(self, name, -1)
 
 
-# --------------------------------------------------------------------------- framing (JSON only)
-def _send(sock: socket.socket, obj: Any) -> None:
-    data = json.dumps(obj, separators=(",", ":")).encode()
-    sock.sendall(struct.pack("<Q", len(data)) + data)
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(min(n - len(buf), 1 << 20))
-        if not chunk:
-            raise WorkerDied("the control channel closed")
-        buf += chunk
-    return bytes(buf)
-
-
-MAX_MESSAGE = 64 << 20
-START_TIMEOUT_S = 120.0  # a worker's setup (warm-up, filter) takes well under a second
-
-
-def _recv(sock: socket.socket) -> Any:
-    (n,) = struct.unpack("<Q", _recv_exact(sock, 8))
-    if n > MAX_MESSAGE:
-        raise WorkerDied(f"a message of {n} bytes, over the protocol's {MAX_MESSAGE}")
-    try:
-        return json.loads(_recv_exact(sock, n))
-    except ValueError as e:
-        raise WorkerDied(f"a message that is not JSON: {e}") from e
-
-
-# --------------------------------------------------------------------------- reading the worker's memory
-class _IOVec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-
-def read_memory(pid: int, addr: int, nbytes: int) -> bytearray:
-    """`nbytes` of process `pid`'s memory at `addr` (process_vm_readv, in pieces of at most 1 GiB)."""
-    out = bytearray(nbytes)
-    base = (ctypes.c_char * max(nbytes, 1)).from_buffer(out) if nbytes else None
-    done = 0
-    while done < nbytes:
-        n = min(nbytes - done, 1 << 30)
-        local = _IOVec(ctypes.addressof(base) + done, n)
-        remote = _IOVec(addr + done, n)
-        got = _LIBC.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
-        if got <= 0:
-            e = ctypes.get_errno()
-            raise WorkerDied(f"reading the worker's output at {addr:#x} (+{done}): {os.strerror(e)}")
-        done += got
-    return out
-
 
 # --------------------------------------------------------------------------- the judge's handle
 @dataclass
 class Calls:
     """What one request answered: per call, its outputs' (address, bytes)."""
 
-    outputs: list[list[Out]]
+    outputs: Sequence[list[Out]]
     seconds: float  # the judge's clock around the request (send to answer)
+
+
+def _outs(raw: list[int]) -> list[Out]:
+    """RECORD-int64 records as Outs (untrusted: checked against the reference's shapes later)."""
+    row = []
+    for k in range(len(raw) // RECORD):
+        r = raw[RECORD * k: RECORD * (k + 1)]
+        ndim = min(max(r[3], 0), 8)
+        row.append(Out(addr=r[0], nbytes=r[1], dtype=_dtype_name(r[2]), shape=tuple(r[4:4 + ndim])))
+    return row
+
+
+class _Fetched(Sequence):
+    """A device request's calls: call j's outputs are copied to the host when asked for (one at a time:
+    a fetch frees the one before)."""
+
+    def __init__(self, w: SandboxWorker, n: int):
+        self.w, self.n = w, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, j):  # type: ignore[override]
+        if isinstance(j, slice):
+            raise TypeError("a device request's calls are fetched one at a time")
+        j = j + self.n if j < 0 else j
+        if not 0 <= j < self.n:
+            raise IndexError(j)
+        return self.w.fetch(j)
 
 
 class SandboxWorker:
@@ -296,6 +239,7 @@ class SandboxWorker:
         self.pool: Pool | None = None
         self.results_addr = 0  # where the worker writes its outputs' records (it says so at its start)
         self.threads = 0  # threads the worker had when its filter closed (its own report)
+        self.device = False  # a device worker (CUDA, OpenCL): calls on uploaded slots (Served.device)
         self._stopped = True
 
     # the worker runs only while it serves a request: stopped before and after
@@ -369,31 +313,49 @@ class SandboxWorker:
     def run(self, offsets: Sequence[Sequence[int]]) -> Calls:
         """One request: call c on inputs at byte offsets `offsets[c]` (one per input). The offsets go
         into the request area and the outputs' records are read from the worker afterwards, both
-        outside the timed request (which carries only the call count)."""
+        outside the timed request (which carries only the call count). On a device the windows are
+        first uploaded into the worker's slots (untimed), call c runs on slot c, and a call's outputs
+        are copied to the host when the judge asks for them (`Calls.outputs[j]`)."""
         if self.pool is None or len(offsets) > self.pool.max_calls:
             raise ValueError(f"{len(offsets)} calls in one request, over the pool's {getattr(self.pool, 'max_calls', 0)}")
         self.pool.write_offsets([int(o) for row in offsets for o in row])
+        if self.device:
+            self._ask({"op": "upload", "n": len(offsets)})
+            reply, t = self._ask({"op": "run", "n": len(offsets)})
+            if reply.get("calls") != len(offsets):
+                raise WorkerDied(f"an answer out of protocol ({reply.get('calls')!r} calls of {len(offsets)})")
+            return Calls(outputs=_Fetched(self, len(offsets)), seconds=t)
         reply, t = self._ask({"op": "run", "n": len(offsets)})
-        got = reply.get("got")
-        if not isinstance(got, int) or got < 0 or got > RECORD * self.n_outputs * len(offsets) + RECORD:
-            raise WorkerDied(f"an answer out of protocol ({got!r} result numbers)")
-        raw = np.frombuffer(read_memory(self.pid, self.results_addr, 8 * got), dtype=np.int64).tolist() \
-            if got else []
+        raw = self._records(reply, RECORD * self.n_outputs * len(offsets) + RECORD)
         n_out = self.n_outputs
-        if len(raw) % RECORD:
-            raise WorkerDied(f"an answer out of protocol ({len(raw)} result numbers)")
         if len(raw) != RECORD * n_out * len(offsets):
             raise ShapeMismatch(f"candidate returned {len(raw) // RECORD // max(1, len(offsets))} output(s) a call, "
                                 f"reference {n_out}")
-        outs = []
-        for c in range(len(offsets)):
-            row = []
-            for k in range(n_out):
-                r = raw[RECORD * (c * n_out + k): RECORD * (c * n_out + k + 1)]
-                ndim = min(max(r[3], 0), 8)
-                row.append(Out(addr=r[0], nbytes=r[1], dtype=_dtype_name(r[2]), shape=tuple(r[4:4 + ndim])))
-            outs.append(row)
-        return Calls(outputs=outs, seconds=t)
+        return Calls(outputs=[_outs(raw[RECORD * n_out * c: RECORD * n_out * (c + 1)]) for c in range(len(offsets))],
+                     seconds=t)
+
+    def _records(self, reply: dict[str, Any], most: int) -> list[int]:
+        got = reply.get("got")
+        if not isinstance(got, int) or got < 0 or got > most:
+            raise WorkerDied(f"an answer out of protocol ({got!r} result numbers)")
+        raw = np.frombuffer(read_memory(self.pid, self.results_addr, 8 * got), dtype=np.int64).tolist() \
+            if got else []
+        if len(raw) % RECORD:
+            raise WorkerDied(f"an answer out of protocol ({len(raw)} result numbers)")
+        return raw
+
+    def fetch(self, j: int) -> list[Out]:
+        """A device worker's call j of its last request: its outputs copied to the worker's host memory."""
+        raw = self._records(self._ask({"op": "fetch", "j": int(j)})[0], RECORD * self.n_outputs + RECORD)
+        if len(raw) != RECORD * self.n_outputs:
+            raise ShapeMismatch(f"candidate returned {len(raw) // RECORD} output(s), reference {self.n_outputs}")
+        return _outs(raw)
+
+    def slot_inputs(self, s: int, like: Sequence[tuple[tuple[int, ...], str]]) -> list[np.ndarray]:
+        """A device worker's slot s, read back from the device: the inputs its last calls got there."""
+        assert self.pool is not None
+        raw = self._records(self._ask({"op": "inputs", "s": int(s)})[0], RECORD * len(self.pool.specs) + RECORD)
+        return self.read_outputs(_outs(raw), like)
 
     def state(self) -> str | None:
         """What process-wide settings the worker's calls changed (its own guard's report), or None."""
@@ -409,7 +371,13 @@ class SandboxWorker:
                 for o, (s, d) in zip(call, like, strict=True)]
 
     def profile(self, offsets: Sequence[int], repeat: int) -> tuple[list[dict], float]:
-        reply, _ = self._ask({"op": "profile", "offsets": [int(o) for o in offsets], "repeat": int(repeat)})
+        if self.device:
+            assert self.pool is not None
+            self.pool.write_offsets([int(o) for o in offsets])
+            self._ask({"op": "upload", "n": 1})
+            reply, _ = self._ask({"op": "profile", "slot": 0, "repeat": int(repeat)})
+        else:
+            reply, _ = self._ask({"op": "profile", "offsets": [int(o) for o in offsets], "repeat": int(repeat)})
         rows, total = reply.get("rows"), reply.get("total")
         if not isinstance(rows, list) or not isinstance(total, (int, float)):
             raise WorkerDied("a profile answer out of protocol")
@@ -435,39 +403,8 @@ class SandboxWorker:
             pass
 
 
-class ShapeMismatch(RuntimeError):
-    """An output whose shape, dtype or size is not the reference's."""
-
-
-def check_like(call: list[Out], like: Sequence[tuple[tuple[int, ...], str]]) -> None:
-    if len(call) != len(like):
-        raise ShapeMismatch(f"candidate returned {len(call)} output(s), reference {len(like)}")
-    for i, (o, (shape, dtype)) in enumerate(zip(call, like, strict=True)):
-        if tuple(o.shape) != tuple(shape):
-            raise ShapeMismatch(f"output {i}: shape {tuple(o.shape)}, expected {tuple(shape)}")
-        if o.dtype != str(np.dtype(dtype)) and not (o.dtype == "bool" and np.dtype(dtype) == np.bool_):
-            raise ShapeMismatch(f"output {i}: dtype {o.dtype}, expected {np.dtype(dtype)}")
-        want = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        if o.nbytes != want:
-            raise ShapeMismatch(f"output {i}: {o.nbytes} bytes, expected {want}")
-
 
 # --------------------------------------------------------------------------- starting one
-@dataclass
-class Served:
-    """What the worker process serves, made in the child before the sandbox closes: `call` is the
-    window loop (leka/tvm_adapter/call_loop.py), `make_protos(ro_buffer)` the input views over the
-    read-only pool, `profile(protos_at_offsets, repeat)` the per-kernel profile (or None)."""
-
-    setup: Callable[[memoryview, Pool], tuple[Callable[..., int], Callable[[Sequence[int], int], Any] | None]]
-    n_outputs: int
-    threads: int
-    sandbox: bool = True  # False: trusted code (torch.compile / ONNX Runtime baselines need files)
-    guard: bool = False  # the worker reports process-wide settings its calls changed
-    warm: Callable[[], None] | None = None  # thread pools made before the filter closes
-    # guard_inputs(lo, hi, fd): a fault in [lo, hi) (the read-only pool) is reported on fd (input_mutated)
-    guard_inputs: Callable[[int, int, int], None] | None = None
-
 
 def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) -> SandboxWorker:
     """Fork a worker (call before the judge maps the pool writable or starts threads of its own)."""
@@ -481,7 +418,7 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
         code = 0
         try:
             parent.close()
-            _worker_main(child, served, pool, judge, root_dir, data_limit)
+            sandbox_worker.main(child, served, pool, judge, root_dir, data_limit)
         except BaseException:  # noqa: BLE001 - whatever happens, the worker ends here
             code = 70
             try:
@@ -523,6 +460,7 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
     w.pool = pool
     w.results_addr = int(hello["results"]) if isinstance(hello.get("results"), int) else 0
     w.threads = int(hello.get("threads", 0)) if isinstance(hello.get("threads"), int) else 0
+    w.device = served.device
     w._stop()
     return w
 
@@ -533,199 +471,3 @@ def _empty_dir() -> str | None:
     d = tempfile.mkdtemp(prefix="leka-jail-")
     os.chmod(d, 0o555)
     return d
-
-
-# --------------------------------------------------------------------------- inside the worker
-def _close_fds(keep: set[int]) -> None:
-    null = os.open("/dev/null", os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    keep = keep | {0, 1, 2}
-    try:
-        fds = [int(x) for x in os.listdir("/proc/self/fd")]
-    except OSError:
-        fds = list(range(3, 4096))
-    for fd in fds:
-        if fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-
-def _vm_data_bytes() -> int:
-    for line in open("/proc/self/status"):
-        if line.startswith("VmData:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
-def _jail(root_dir: str | None) -> list[str]:
-    """An empty root and an unprivileged uid: as root directly, else inside a new user namespace where
-    the machine allows one. The layers that held, by name."""
-    layers: list[str] = []
-    if root_dir is None:
-        return layers
-    uid, gid = os.geteuid(), os.getegid()
-    if uid != 0:
-        CLONE_NEWUSER = 0x10000000
-        if _LIBC.unshare(CLONE_NEWUSER) != 0:
-            return layers  # no user namespaces here: seccomp alone
-        try:
-            with open("/proc/self/setgroups", "w") as f:
-                f.write("deny")
-            with open("/proc/self/uid_map", "w") as f:
-                f.write(f"0 {uid} 1")
-            with open("/proc/self/gid_map", "w") as f:
-                f.write(f"0 {gid} 1")
-        except OSError:
-            return layers
-        layers.append("userns")
-    os.chroot(root_dir)
-    os.chdir("/")
-    layers.append("chroot")
-    if os.geteuid() == 0 and uid == 0:
-        os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
-        layers.append("uid nobody")
-    return layers
-
-
-def _limits(data_limit: int | None) -> None:
-    import resource
-
-    for lim, val in ((resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0), (resource.RLIMIT_MEMLOCK, 0)):
-        try:
-            resource.setrlimit(lim, (val, val))
-        except (ValueError, OSError):
-            pass
-    if data_limit:
-        try:
-            cur = _vm_data_bytes()
-            resource.setrlimit(resource.RLIMIT_DATA, (cur + data_limit, cur + data_limit))
-        except (ValueError, OSError):
-            pass
-
-
-# What a running kernel needs. Everything else fails with EPERM (an unknown new syscall included).
-ALLOWED = (
-    "read", "write", "readv", "writev", "recvfrom", "recvmsg", "sendto", "sendmsg", "close", "fstat",
-    "lseek", "brk", "munmap", "mremap", "madvise", "futex", "sched_yield", "sched_getaffinity",
-    "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid", "clock_gettime",
-    "clock_getres", "gettimeofday", "nanosleep", "clock_nanosleep", "rt_sigaction", "rt_sigprocmask",
-    "rt_sigreturn", "sigaltstack", "exit", "exit_group", "getrandom", "poll", "ppoll", "select",
-    "pselect6", "getrusage", "times", "sysinfo", "uname", "membarrier", "rseq", "restart_syscall",
-    "getcpu", "fcntl", "sched_getparam", "sched_getscheduler", "getpriority", "getrlimit", "dup",
-)
-
-
-def _seccomp(sc: Any, own_pid: int) -> None:
-    f = sc.SyscallFilter(defaction=sc.ERRNO(errno.EPERM))
-    for name in ALLOWED:
-        try:
-            f.add_rule(sc.ALLOW, name)
-        except (RuntimeError, OSError, ValueError):
-            pass  # a name this architecture does not have
-    prot_exec = 0x4
-    # memory may be mapped and protected, never executable (no new code after the filter)
-    f.add_rule(sc.ALLOW, "mmap", sc.Arg(2, sc.MASKED_EQ, prot_exec, 0))
-    f.add_rule(sc.ALLOW, "mprotect", sc.Arg(2, sc.MASKED_EQ, prot_exec, 0))
-    # signals to itself only (abort, raise): never to the judge or the other arm
-    f.add_rule(sc.ALLOW, "tgkill", sc.Arg(0, sc.EQ, own_pid))
-    f.add_rule(sc.ALLOW, "prlimit64", sc.Arg(2, sc.EQ, 0))  # reading limits, not raising them
-    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # glibc then tries clone, which fails: no thread
-    f.load()
-
-
-def _warm_openmp(threads: int) -> None:
-    """The system OpenMP runtime's pool (L2 kernels link it), made while threads may still be created."""
-    try:
-        gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | ctypes.RTLD_GLOBAL)
-    except OSError:
-        return
-    fn_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-    noop = fn_t(lambda _p: None)
-    try:
-        gomp.omp_set_dynamic(0)
-        gomp.GOMP_parallel(noop, None, ctypes.c_uint(threads), ctypes.c_uint(0))
-    except AttributeError:
-        pass
-
-
-def _worker_main(sock: socket.socket, served: Served, pool: Pool, judge: int, root_dir: str | None,
-                 data_limit: int | None) -> None:
-    proc.die_with_parent()
-    if os.getppid() != judge:
-        os._exit(71)
-    ro_fd = os.open(f"/proc/self/fd/{pool.fd}", os.O_RDONLY)
-    ro = mmap.mmap(ro_fd, pool.size, prot=mmap.PROT_READ)
-    os.close(ro_fd)
-    req_fd = os.open(f"/proc/self/fd/{pool.req_fd}", os.O_RDONLY)
-    req_size = max(8, 8 * pool.max_calls * max(1, len(pool.specs)))
-    req = mmap.mmap(req_fd, req_size, prot=mmap.PROT_READ)
-    os.close(req_fd)
-    offsets = np.frombuffer(req, dtype=np.int64)
-    results = np.zeros(RECORD * pool.max_calls * max(1, served.n_outputs) + RECORD, dtype=np.int64)
-    keep = {sock.fileno()}
-    _close_fds(keep)
-    env_keep = {"OMP_NUM_THREADS": str(served.threads), "TVM_NUM_THREADS": str(served.threads),
-                "OMP_WAIT_POLICY": "PASSIVE"}
-    if served.sandbox:
-        os.environ.clear()  # no keys, no paths: nothing of the user's environment
-    os.environ.update(env_keep)
-    run, profile = served.setup(memoryview(ro), pool)
-    if served.guard_inputs is not None:
-        lo = int(np.frombuffer(ro, dtype=np.uint8).ctypes.data)
-        served.guard_inputs(lo, lo + pool.size, sock.fileno())
-    if served.warm is not None:
-        served.warm()
-    _warm_openmp(served.threads)
-    guard = None
-    if served.guard:
-        from benchmark.process_state import Guard
-
-        guard = Guard(read_proc=False)
-    threads_now = len(os.listdir("/proc/self/task"))  # its pools' threads, for the judge's record
-    layers: list[str] = []
-    if served.sandbox:
-        if _seccomp_lib is None:
-            raise RuntimeError(f"no seccomp filter can be made here ({_SECCOMP_MISSING}): install libseccomp2 "
-                               "and pyseccomp, or set evaluator.sandbox=false to run candidates unsandboxed")
-        _limits(data_limit)
-        layers = _jail(root_dir)
-        _seccomp(_seccomp_lib, os.getpid())
-        layers.append("seccomp")
-    _send(sock, {"ok": True, "layers": layers, "threads": threads_now, "results": int(results.ctypes.data)})
-    _serve(sock, run, profile, guard, offsets, results)
-
-
-def _serve(sock: socket.socket, run: Callable[..., int], profile: Any, guard: Any, offsets: np.ndarray,
-           results: np.ndarray) -> None:
-    while True:
-        msg = _recv(sock)
-        op = msg.get("op")
-        try:
-            if op == "run":
-                n = int(msg["n"])
-                got = run(n, offsets.ctypes.data, results.ctypes.data, results.size)
-                _send(sock, {"got": int(got)})
-            elif op == "state":  # asked apart from `run`: the guard's ~0.1 ms stays out of the timed request
-                reply: dict[str, Any] = {"process_state": None}
-                if guard is not None:
-                    try:
-                        guard.check()
-                    except Exception as e:  # noqa: BLE001 - ProcessStateChanged: reported, the judge decides
-                        reply["process_state"] = str(e)
-                _send(sock, reply)
-            elif op == "profile":
-                rows, total = profile(list(msg["offsets"]), int(msg.get("repeat", 5)))
-                _send(sock, {"rows": rows, "total": total})
-            elif op == "exit":
-                os._exit(0)
-            else:
-                _send(sock, {"error": f"unknown request {op!r}"})
-        except Exception as e:  # noqa: BLE001 - the candidate's runtime error, as data
-            lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
-            tail = lines[-1] if lines else type(e).__name__
-            _send(sock, {"error": f"{type(e).__name__}: {tail}"[:2000]})

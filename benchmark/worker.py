@@ -183,7 +183,7 @@ def build(st: JobState) -> bool:
         st.base_prep = _Background(lambda: baselines.prebuild(
             job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
             ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True),
-            memory_cfg=st.plan.memory_cfg))
+            memory_cfg=st.plan.memory_cfg, executable_only=st.sandboxed and isolated.on_device(st)))
     t0 = time.perf_counter()
     try:
         # kernels compiled by earlier evaluations are loaded, not rebuilt; an export needs one
@@ -205,12 +205,14 @@ def build(st: JobState) -> bool:
     res.build_s = time.perf_counter() - t0
     res.compiled = True
     res.planned_memory_bytes = A.planned_memory_bytes(st.built.lowered, st.target)
-    dev = A.device_for(st.backend)
     if st.base_prep is not None:
         st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
+    device_worker = st.sandboxed and isolated.on_device(st)  # the device is the worker's, never the judge's
     if st.gpu:
-        _hold_gpu(st, dev)
-    st.runner = A.VMRunner(st.built.executable, dev, memory_cfg=None if st.sandboxed else st.plan.memory_cfg)
+        _hold_gpu(st, None if device_worker else A.device_for(st.backend))
+    if not device_worker:
+        st.runner = A.VMRunner(st.built.executable, A.device_for(st.backend),
+                               memory_cfg=None if st.sandboxed else st.plan.memory_cfg)
     if st.sandboxed:
         try:
             isolated.start(st)  # from here on the candidate runs only in its sandboxed worker
@@ -224,14 +226,15 @@ def _hold_gpu(st: JobState, dev) -> None:
     """Builds overlap across evaluation children; checks and timing hold the GPU alone (released when
     this child exits, whatever ends it). A torch baseline is compiled before, on the CPU's time."""
     job = st.job
-    if job.get("time") and job.get("baseline") in ("torch", "torch_compile"):
+    if dev is not None and job.get("time") and job.get("baseline") in ("torch", "torch_compile"):
         st.torch_call = gpu_timing.torch_gpu_call(job["baseline"], st.task.make_model(),
                                                   [_np(t) for t in st.task.make_inputs(0)])
     gpu_timing.hold_gpu_lock()  # until this child exits
     # a CUDA fault can abort the process before it writes a result: this marker tells the runner that
     # the child died on the GPU (benchmark/runner.py reports that as gpu_fault)
     Path(st.out_path + ".gpu").write_text("")
-    st.dmem = gpu_timing.DeviceMemory(dev)
+    if dev is not None:
+        st.dmem = gpu_timing.DeviceMemory(dev)
 
 
 def _check_seeds(st: JobState) -> list[int]:
@@ -426,10 +429,10 @@ def time_step(st: JobState) -> bool:
     job, cfg, res = st.job, st.cfg, st.res
     if not (job.get("time") and job.get("baseline")):
         return True
-    if st.gpu:
-        return _gpu_time_step(st)
     if st.sandboxed:
         return isolated.time_step(st)
+    if st.gpu:
+        return _gpu_time_step(st)
     n_sets = _timing_sets(st)
     base = baselines.make_timer(job["baseline"], task=st.task, root=st.root, backend=st.backend,
                                 target=st.target, inputs=st.inputs_by_seed[0], model=st.model,

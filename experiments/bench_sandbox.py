@@ -4,7 +4,7 @@
 A. Honest speedups: for each task, LEKA's own answer (`leka run`, rule policy, a short budget) is
    evaluated against untuned TVM under both protocols, interleaved (ABBA over rounds). After/before is
    the acceptance ratio: within 5% for kernels of 100 us or more.
-B. A-vs-A: every llvm subset69 task's untouched root against untuned TVM (the same program on both
+B. A-vs-A: every subset69 task's (llvm, or `--backend cuda|opencl` on its device) untouched root against untuned TVM (the same program on both
    arms) under both protocols: the share within [0.97, 1.03], and the evaluation's wall time per level.
 
     PYTHONPATH=. .venv/bin/python experiments/bench_sandbox.py [--tasks ...] [--rounds 3] [--budget 45]
@@ -33,9 +33,10 @@ TASKS = ("l1_matmul_square,l1_conv2d_pointwise,l1_conv1d_depthwise_k15,l2_dwconv
 ARMS = ("before", "after")
 
 
-def _evaluators(cache: str) -> dict[str, Evaluator]:
-    return {"before": Evaluator(EvaluatorConfig(sandbox=False), cache_dir=cache),
-            "after": Evaluator(EvaluatorConfig(sandbox=True), cache_dir=cache)}
+def _evaluators(cache: str, backend: str = "llvm") -> dict[str, Evaluator]:
+    extra = {} if backend == "llvm" else {"memory_cap_gb": 16.0, "timeout_s": 300}
+    return {"before": Evaluator(EvaluatorConfig(sandbox=False, **extra), backend, cache_dir=cache),
+            "after": Evaluator(EvaluatorConfig(sandbox=True, **extra), backend, cache_dir=cache)}
 
 
 def leka_answer(task_id: str, budget_s: int, out: Path, cache: str):
@@ -82,11 +83,12 @@ def part_a(tasks: list[str], rounds: int, budget_s: int, cache: str) -> list[dic
     return rows
 
 
-def part_b(rounds: int, cache: str) -> list[dict]:
-    evs = _evaluators(cache)
-    ids = json.loads(Path("benchmark/subsets/subset69.json").read_text())["backends"]["llvm"]
+def part_b(rounds: int, cache: str, backend: str = "llvm", limit: int = 0) -> list[dict]:
+    evs = _evaluators(cache, backend)
+    ids = json.loads(Path("benchmark/subsets/subset69.json").read_text())["backends"][backend]
+    ids = ids[:limit] if limit else ids
     rows = []
-    print(f"\nB. A-vs-A: the root against untuned TVM, {rounds} round(s) per protocol")
+    print(f"\nB. A-vs-A ({backend}): the root against untuned TVM, {rounds} round(s) per protocol")
     print(f"{'task':32s} {'before':>8} {'spread':>7} {'wall':>6} {'after':>8} {'spread':>7} {'wall':>6}")
     for tid in ids:
         task = resolve(tid)
@@ -126,6 +128,8 @@ def main() -> None:
     ap.add_argument("--skip-a", action="store_true")
     ap.add_argument("--skip-b", action="store_true")
     ap.add_argument("--json", default=None, help="write the rows here")
+    ap.add_argument("--backend", default="llvm", help="part B's backend (cuda, opencl: on their device)")
+    ap.add_argument("--b-tasks", type=int, default=0, help="part B: the first N subset tasks only")
     args = ap.parse_args()
     cache = tempfile.mkdtemp(prefix="leka-sandbox-bench-")
     print(f"machine: {platform.processor() or platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cpus; "
@@ -134,7 +138,7 @@ def main() -> None:
     if not args.skip_a:
         out["a"] = part_a([t for t in args.tasks.split(",") if t], args.rounds, args.budget, cache)
     if not args.skip_b:
-        out["b"] = part_b(args.aa_rounds, cache)
+        out["b"] = part_b(args.aa_rounds, cache, args.backend, args.b_tasks)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
 

@@ -45,6 +45,12 @@ def pytest_sessionfinish(session, exitstatus):
     stop = getattr(forkserver._forkserver, "_stop", None)
     if stop is not None:
         stop()
+    # and its resource tracker exits on EOF of the pipe this process holds (as at this process's exit)
+    from multiprocessing import resource_tracker
+
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    if stop is not None:
+        stop()
     end = time.time() + 10
     left = _ours()
     while left and time.time() < end:

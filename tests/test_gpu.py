@@ -171,9 +171,89 @@ def task():
     return resolve("l1_mish")
 
 
+@pytest.fixture(scope="module")
+def ev_inproc(tmp_path_factory):
+    """The pre-sandbox path (evaluator.sandbox=false): the candidate in the evaluation process."""
+    from benchmark.evaluator import Evaluator
+    from leka.core.config import EvaluatorConfig
+
+    cfg = EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0, sandbox=False)
+    return Evaluator(cfg, "cuda", cache_dir=str(tmp_path_factory.mktemp("cache")))
+
+
+def _l2_cuda(task, tmp_path, rewrite):
+    """The root's first kernel as an L2 CUDA edit, its text passed through rewrite(head, body)."""
+    from agents.l2_cuda import RuleCudaL2Agent
+    from benchmark.roots import load_root
+    from leka import ir
+    from leka import tvm_adapter as A
+    from leka.core.types import Edit
+    from leka.ir.edits import apply_edit
+
+    root = load_root(task)
+    cand = ir.root_candidate(task, "cuda", root)
+    target = A.make_target("cuda")
+    funcs = A.prim_funcs(ir.lower_layers(cand, target, root.params).scheduled)
+    name = next(iter(funcs))
+    text = RuleCudaL2Agent(root_params=root.params).kernel_source(funcs[name], name, target)
+    head, body = text.split("{", 1)
+    out = apply_edit(cand, Edit(level="L2", kind="source", target=name,
+                                payload={"language": "cuda", "text": rewrite(head, body), "entry": f"{name}_kernel"}),
+                     workdir=tmp_path, root_params=root.params)
+    assert out.error is None, out.error
+    return out.candidate
+
+
 @gpu
 @needs_gpu
-def test_root_on_gpu_is_checked_timed_and_measured(task, ev):
+def test_root_on_gpu_runs_in_the_sandboxed_worker(task, ev):
+    # issue 26: the CUDA candidate and the DLight baseline each in a sandboxed worker that set the device
+    # up itself (the judge never touches CUDA), the driver's ioctls allowed, the judge's clock
+    res = ev.evaluate(task)
+    assert res.correct and res.compiled, res.error
+    assert "seccomp" in res.extra["sandbox"], res.extra
+    assert res.extra["timer"] == "candidate sandbox, baseline sandbox", res.extra
+    assert res.speedup is not None and 0.7 < res.speedup < 1.4, res  # DLight against itself
+
+
+@gpu
+@needs_gpu
+def test_cuda_kernel_that_writes_its_input_is_caught(task, ev, tmp_path):
+    import re
+
+    def clobber(head: str, body: str) -> str:
+        ins = [p for p in re.findall(r"\*\s*(?:__restrict__\s*)?(\w+)\s*[,)]", head) if not p.startswith(("T_", "compute"))]
+        assert ins, head
+        body = body.rstrip().rstrip("}")
+        return head + "{" + body + f"  if (blockIdx.x == 0 && threadIdx.x == 0) {{ {ins[0]}[0] = 12345.0f; }}\n}}"
+
+    res = ev.evaluate(task, _l2_cuda(task, tmp_path, clobber), time_it=False)
+    assert not res.correct and res.error_kind == "input_mutated", (res.error_kind, res.error)
+
+
+@gpu
+@needs_gpu
+def test_cuda_device_global_state_is_caught(task, tmp_path):
+    # a __device__ global that outlives a call: computed once, skipped after (the static check is off
+    # here, so the worker's checks alone must reject it)
+    from benchmark.evaluator import Evaluator
+    from leka.core.config import EvaluatorConfig
+
+    def once(head: str, body: str) -> str:
+        body = body.rstrip().rstrip("}")
+        return ("__device__ int leka_done = 0;\n" + head + "{\n  if (leka_done) return;\n" + body
+                + "  __threadfence();\n  if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) leka_done = 1;\n}")
+
+    ev = Evaluator(EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0, static_check=False),
+                   "cuda", cache_dir=str(tmp_path))
+    res = ev.evaluate(task, _l2_cuda(task, tmp_path, once))
+    assert not res.correct and res.error_kind in ("mismatch", "stale_output"), (res.error_kind, res.error)
+
+
+@gpu
+@needs_gpu
+def test_root_on_gpu_is_checked_timed_and_measured(task, ev_inproc):
+    ev = ev_inproc
     res = ev.evaluate(task)
     assert res.correct and res.compiled, res.error
     assert res.seeds == [0, 1, 2]

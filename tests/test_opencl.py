@@ -297,3 +297,43 @@ def test_leka_opencl_build_from_source_folder(tmp_path):
                           "--out", str(tmp_path / "x.so"), "--no-install-deps"], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
     assert bad.returncode == 2 and "no TVM OpenCL runtime sources" in bad.stderr
+
+
+def _l2_opencl(task, tmp_path, rewrite):
+    """The root's one OpenCL kernel as an L2 edit, its text passed through `rewrite`."""
+    from agents.l2_opencl import OpenCLRuleL2Agent
+    from leka.core.protocols import AgentContext
+    from leka.ir import edits
+
+    root = ir.import_root(task)
+    c = ir.root_candidate(task, "opencl", root)
+    (e, *_) = OpenCLRuleL2Agent(root_params=root.params).propose(
+        c, AgentContext(task_id=task.id, backend="opencl", level="L2", variants=3))
+    e = e.model_copy(update={"payload": {**e.payload, "text": rewrite(e.payload["text"])}})
+    out = edits.apply_edit(c, e, workdir=tmp_path, root_params=root.params)
+    assert out.error is None, out.error
+    return out.candidate
+
+
+def test_pocl_candidate_runs_in_the_sandboxed_worker(plugin, task, tmp_path):
+    # issue 26: OpenCL candidates run in the same sandboxed worker as llvm's (the device's slots, the
+    # judge's clock and references); PoCL's first launch builds the programs before the filter closes
+    ev = Evaluator(_cfg(timing_budget_s=0.5), backend="opencl", cache_dir=str(tmp_path))
+    cand = _l2_opencl(task, tmp_path, lambda t: t)
+    res = ev.evaluate(task, cand)
+    assert res.compiled and res.correct, res.error
+    assert "seccomp" in res.extra["sandbox"], res.extra
+    assert res.extra["timer"] == "candidate sandbox, baseline sandbox", res.extra
+    assert res.t_candidate_s and res.t_baseline_s and res.speedup_lo is not None
+
+
+def test_pocl_kernel_that_writes_its_input_is_caught(plugin, task, tmp_path):
+    # the device's copy of the inputs is read back after the checked call: a write there is input_mutated
+    def clobber(text: str) -> str:
+        head, _, _ = text.rpartition("}")
+        return head + "  x_ptr[(convert_int(get_local_id(0)))] = 0.0f;\n}"
+
+    cand = _l2_opencl(task, tmp_path, clobber)
+    res = Evaluator(_cfg(), backend="opencl", cache_dir=str(tmp_path)).evaluate(task, cand, time_it=False)
+    assert not res.correct and res.error_kind == "input_mutated", (res.error_kind, res.error)
+    assert "seccomp" in res.extra["sandbox"], res.extra

@@ -12,6 +12,8 @@
 #   bash experiments/gpu/device_session.sh opencl  the OpenCL plugin on NVIDIA's OpenCL, bench_opencl (OCL_MS=N: with
 #                                                  the MetaSchedule-N column, tuned before by `opencl_tune`)
 #   bash experiments/gpu/device_session.sh opencl_tune  MetaSchedule-$TRIALS for the OpenCL tasks, one GPU per share
+#   bash experiments/gpu/device_session.sh sandbox issue 26: the sandbox's layers on CUDA (sandbox_diag.py),
+#                                                  the GPU tests, A/A of both protocols (bench_sandbox.py)
 #   bash experiments/gpu/device_session.sh STEP    one step: setup smoke tests run2m runs tune table
 #
 # With one GPU, call2 does not tune; call3 tunes first (nothing else on the GPU), then times.
@@ -185,6 +187,20 @@ case $what in
     cp "$LOGS/opencl/table.md" "$OUT/opencl_table.md"; pack
     cat "$LOGS/opencl/table.md"
     tail -n 5 "$LOGS"/opencl_g*.log
+    ;;
+  sandbox)  # issue 26 on the GPU: the layers the worker trips on, the GPU tests, A/A of the two protocols
+    check_env > "$LOGS/env.log" 2>&1; cat "$LOGS/env.log"
+    (ldconfig -p | grep -i seccomp; python3 -c "import pyseccomp; print('pyseccomp', pyseccomp.__file__)") \
+      >> "$LOGS/env.log" 2>&1; tail -3 "$LOGS/env.log"
+    g=(env CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0)
+    step sandbox_diag "${DIAG_LIMIT:-150}" "${g[@]}" python3 experiments/gpu/sandbox_diag.py --backend cuda --task l1_mish \
+      ${DIAG_VARIANTS:+--variants $DIAG_VARIANTS} --stop-on-pass
+    cat "$LOGS/sandbox_diag.log" | grep '^{' | cut -c1-700
+    step gpu_tests "${TESTS_LIMIT:-240}" "${g[@]}" python3 -m pytest tests/test_gpu.py -m gpu -q -p no:cacheprovider -rA -x
+    grep -E "passed|failed|Error|error|assert" "$LOGS/gpu_tests.log" | tail -30
+    step aa_cuda "$(left)" "${g[@]}" python3 experiments/bench_sandbox.py --skip-a --backend cuda --aa-rounds 1 \
+      ${AA_TASKS:+--b-tasks $AA_TASKS} --json "$LOGS/aa_cuda.json"
+    tail -32 "$LOGS/aa_cuda.log"
     ;;
   setup) check_env ;;
   smoke) s_smoke ;;

@@ -77,6 +77,7 @@ class EvaluatorConfig(_Section):
     sandbox: bool = True
     sandbox_slack_kib: int = Field(256, ge=1)  # per input: room for distinct window offsets (64 B apart)
     sandbox_output_mib: int = Field(64, ge=1)  # outputs one timing request may hold (bounds its calls)
+    sandbox_device_mib: int = Field(512, ge=1)  # a device worker's slots (inputs + outputs per call; at most 256)
 
     @model_validator(mode="before")
     @classmethod

@@ -206,6 +206,41 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_window_loop(void*, const TVMFFI
   *reinterpret_cast<ffi::Any*>(result) = std::move(loop);
   TVM_FFI_SAFE_CALL_END();
 }
+
+// The sandboxed worker's loop on a device (CUDA, OpenCL): device pointers cannot be offset (an OpenCL
+// buffer is a handle), so each call gets one of n_slots argument sets the worker uploaded from the
+// pool before the request; every output of the request stays alive, returned as an array.
+// make_slot_loop(f, n_slots, slot_0 args..., slot_1 args..., ...) -> loop(number, slots_addr) -> outputs
+extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_slot_loop(void*, const TVMFFIAny* args, int32_t num_args,
+                                                           TVMFFIAny* result) {
+  TVM_FFI_SAFE_CALL_BEGIN();
+  TVM_FFI_ICHECK_GE(num_args, 2) << "make_slot_loop(f, n_slots, args...)";
+  const ffi::AnyView* a = reinterpret_cast<const ffi::AnyView*>(args);
+  ffi::Function f = a[0].cast<ffi::Function>();
+  const int64_t n_slots = a[1].cast<int64_t>();
+  TVM_FFI_ICHECK(n_slots > 0 && (num_args - 2) % n_slots == 0) << "make_slot_loop: " << num_args - 2
+                                                                 << " args in " << n_slots << " slots";
+  const int32_t n_args = static_cast<int32_t>((num_args - 2) / n_slots);
+  auto owned = std::make_shared<std::vector<ffi::Any>>(a + 2, a + num_args);
+  auto views = std::make_shared<std::vector<ffi::AnyView>>(owned->begin(), owned->end());
+  ffi::Function loop = ffi::Function::FromPacked([=](ffi::PackedArgs pa, ffi::Any* rv) {
+    TVM_FFI_ICHECK_EQ(pa.size(), 2) << "loop(number, slots_addr)";
+    const int64_t number = pa[0].cast<int64_t>();
+    const int64_t* slots = reinterpret_cast<const int64_t*>(pa[1].cast<int64_t>());
+    TVM_FFI_ICHECK_GE(number, 1) << "loop: number=" << number;
+    ffi::Array<ffi::Any> held;
+    for (int64_t i = 0; i < number; ++i) {
+      const int64_t s = slots[i];
+      TVM_FFI_ICHECK(s >= 0 && s < n_slots) << "loop: slot " << s << " of " << n_slots;
+      ffi::Any out;
+      f.CallPacked(views->data() + s * n_args, n_args, &out);
+      held.push_back(std::move(out));
+    }
+    *rv = std::move(held);
+  });
+  *reinterpret_cast<ffi::Any*>(result) = std::move(loop);
+  TVM_FFI_SAFE_CALL_END();
+}
 """
 
 
@@ -331,5 +366,21 @@ def window_loop(f: Callable[..., Any], protos: Sequence[Any], cache_dir: str | o
     def run(number: int, offsets_addr: int, results_addr: int, results_cap: int) -> int:
         run.keep = keep  # type: ignore[attr-defined]
         return int(loop(int(number), int(offsets_addr), int(results_addr), int(results_cap)))
+
+    return run
+
+
+def slot_loop(f: Callable[..., Any], slots: Sequence[Sequence[Any]], cache_dir: str | os.PathLike | None = None):
+    """`run(number, slots_addr) -> outputs`: `number` calls of the TVM function `f` in C++, call i on
+    the argument set `slots[slots_addr[i]]` (int64s in the caller's memory); the calls' outputs are
+    returned together (alive until the caller drops them). The device worker's loop (sandbox.py)."""
+    if not slots or len({len(s) for s in slots}) != 1:
+        raise ValueError("slot_loop needs one or more argument sets of one length")
+    make = _factory(cache_dir, "make_slot_loop")
+    flat = [a for s in slots for a in s]
+    loop = make(f, len(slots), *flat)
+
+    def run(number: int, slots_addr: int, _args: list = flat) -> Any:
+        return loop(int(number), int(slots_addr))
 
     return run

@@ -217,6 +217,63 @@ def sandbox_runner(runner: VMRunner, buf, starts: Sequence[int], specs: Sequence
     return run, profile
 
 
+def device_sandbox_runner(ex, backend: str, buf, starts: Sequence[int], specs: Sequence[tuple[Sequence[int], str]],
+                          n_slots: int, cache_dir: str | None = None) -> dict[str, Any]:
+    """What a sandboxed worker serves on a device backend (benchmark/sandbox_wire.py `DeviceServe`).
+    Made in the worker before its filter closes: the device is initialised here (the judge that forked
+    the worker never touches it), the module loaded (TVM compiles CUDA C with nvcc at load), `n_slots`
+    argument sets allocated, and every kernel run once on zeros (OpenCL builds its programs at their
+    first launch: PoCL with files and a linker)."""
+    from leka.backends import get_backend
+    from leka.tvm_adapter.targets import device_for
+
+    if get_backend(backend).cuda:
+        cuda_runtime_setup()
+    dev = device_for(backend)
+    runner = VMRunner(ex, dev)
+    shapes = [(tuple(int(x) for x in shape), str(dtype)) for shape, dtype in specs]
+    slots = [[tvm.runtime.empty(shape, dtype, dev) for shape, dtype in shapes] for _ in range(max(1, n_slots))]
+    zeros = [np.zeros(shape, dtype=dtype) for shape, dtype in shapes]
+    for args in slots:
+        for t, z in zip(args, zeros, strict=True):
+            t.copyfrom(z)
+    flatten_outputs(runner.vm["main"](*slots[0]))  # the warm-up: programs built, lazy setup done
+    dev.sync()
+    loop = call_loop.slot_loop(runner.vm["main"], slots, cache_dir)
+    prof = VMRunner(ex, dev)  # its own VM: the profile's instrument must not stay on the timed one
+    flatten_outputs(prof.vm["main"](*slots[0]))
+    dev.sync()
+    held: list[Any] = [None]
+    k = len(shapes)
+
+    def upload(offsets: np.ndarray, n: int) -> None:
+        for s in range(int(n)):
+            for i, (shape, dtype) in enumerate(shapes):
+                count = int(np.prod(shape, dtype=np.int64))
+                off = int(offsets[s * k + i])
+                window = np.frombuffer(buf, dtype=dtype, count=count, offset=int(starts[i]) + off).reshape(shape)
+                slots[s][i].copyfrom(window)
+        dev.sync()
+
+    def run(n: int, slots_addr: int) -> int:
+        held[0] = None  # the last request's outputs go back to the allocator
+        held[0] = loop(int(n), int(slots_addr))
+        dev.sync()
+        return len(held[0])
+
+    def fetch(j: int) -> list[np.ndarray]:
+        return [o.numpy() for o in flatten_outputs(held[0][int(j)])]
+
+    def inputs(s: int) -> list[np.ndarray]:
+        return [t.numpy() for t in slots[int(s)]]
+
+    def profile(slot: int, repeat: int) -> tuple[list[dict], float]:
+        return prof.profile_kernels(slots[int(slot)], repeat=repeat)
+
+    return {"upload": upload, "run": run, "fetch": fetch, "inputs": inputs, "profile": profile,
+            "slots": len(slots)}
+
+
 def start_thread_pool(threads: int) -> None:
     """TVM's worker threads, made now (a sandboxed worker may not create threads later)."""
     f = tvm.get_global_func("runtime.config_threadpool", True)

@@ -1,0 +1,168 @@
+"""The sandbox's wire (benchmark/sandbox.py, sandbox_worker.py): the framing of the control channel
+(length-prefixed JSON only), the output records a worker reports, reading a stopped worker's memory,
+the errors the judge raises, and `Served`, what a worker serves. Shared by the judge's half and the
+worker's half, which import it and never each other's internals."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import socket
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+ALIGN = 64  # bytes: every view into a pool starts on a 64-byte boundary, as TVM allocates
+_LIBC = ctypes.CDLL(None, use_errno=True)
+NOBODY = 65534
+
+
+class WorkerDied(RuntimeError):
+    """The worker ended (or broke the protocol) before answering: the candidate crashed."""
+
+
+class WorkerError(RuntimeError):
+    """The worker answered with an error raised by the code it runs (a runtime error of the candidate);
+    `kind` is an error_kind the worker named (input_mutated: its fault handler saw a write into the pool)."""
+
+    def __init__(self, msg: str, kind: str | None = None):
+        super().__init__(msg)
+        self.kind = kind if kind in ("input_mutated",) else None
+
+
+RECORD = 12  # int64s per output in a run's answer: address, bytes, dtype, ndim, 8 dims (call_loop.py)
+_DL_CODES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 6: "bool"}
+
+
+def dtype_code(dtype: Any) -> int:
+    """A numpy dtype as DLPack's (code << 16 | bits << 8 | lanes)."""
+    d = np.dtype(dtype)
+    code = {"i": 0, "u": 1, "f": 2, "b": 6}.get(d.kind, 2)
+    return (code << 16) | (d.itemsize * 8 << 8) | 1
+
+
+def _dtype_name(packed: int) -> str:
+    code, bits, lanes = packed >> 16, (packed >> 8) & 0xFF, packed & 0xFF
+    name = _DL_CODES.get(code, f"code{code}")
+    return ("bool" if name == "bool" else f"{name}{bits}") + (f"x{lanes}" if lanes > 1 else "")
+
+
+@dataclass(frozen=True)
+class Out:
+    """One output as the worker reported it (untrusted: sizes are checked against the reference's)."""
+
+    addr: int
+    nbytes: int
+    dtype: str
+    shape: tuple[int, ...]
+
+
+# --------------------------------------------------------------------------- framing (JSON only)
+def _send(sock: socket.socket, obj: Any) -> None:
+    data = json.dumps(obj, separators=(",", ":")).encode()
+    sock.sendall(struct.pack("<Q", len(data)) + data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise WorkerDied("the control channel closed")
+        buf += chunk
+    return bytes(buf)
+
+
+MAX_MESSAGE = 64 << 20
+START_TIMEOUT_S = 120.0  # a worker's setup (warm-up, filter) takes well under a second
+
+
+def _recv(sock: socket.socket) -> Any:
+    (n,) = struct.unpack("<Q", _recv_exact(sock, 8))
+    if n > MAX_MESSAGE:
+        raise WorkerDied(f"a message of {n} bytes, over the protocol's {MAX_MESSAGE}")
+    try:
+        return json.loads(_recv_exact(sock, n))
+    except ValueError as e:
+        raise WorkerDied(f"a message that is not JSON: {e}") from e
+
+
+# --------------------------------------------------------------------------- reading the worker's memory
+class _IOVec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def read_memory(pid: int, addr: int, nbytes: int) -> bytearray:
+    """`nbytes` of process `pid`'s memory at `addr` (process_vm_readv, in pieces of at most 1 GiB)."""
+    out = bytearray(nbytes)
+    base = (ctypes.c_char * max(nbytes, 1)).from_buffer(out) if nbytes else None
+    done = 0
+    while done < nbytes:
+        n = min(nbytes - done, 1 << 30)
+        local = _IOVec(ctypes.addressof(base) + done, n)
+        remote = _IOVec(addr + done, n)
+        got = _LIBC.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+        if got <= 0:
+            e = ctypes.get_errno()
+            raise WorkerDied(f"reading the worker's output at {addr:#x} (+{done}): {os.strerror(e)}")
+        done += got
+    return out
+
+
+class ShapeMismatch(RuntimeError):
+    """An output whose shape, dtype or size is not the reference's."""
+
+
+def check_like(call: list[Out], like: Sequence[tuple[tuple[int, ...], str]]) -> None:
+    if len(call) != len(like):
+        raise ShapeMismatch(f"candidate returned {len(call)} output(s), reference {len(like)}")
+    for i, (o, (shape, dtype)) in enumerate(zip(call, like, strict=True)):
+        if tuple(o.shape) != tuple(shape):
+            raise ShapeMismatch(f"output {i}: shape {tuple(o.shape)}, expected {tuple(shape)}")
+        if o.dtype != str(np.dtype(dtype)) and not (o.dtype == "bool" and np.dtype(dtype) == np.bool_):
+            raise ShapeMismatch(f"output {i}: dtype {o.dtype}, expected {np.dtype(dtype)}")
+        want = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if o.nbytes != want:
+            raise ShapeMismatch(f"output {i}: {o.nbytes} bytes, expected {want}")
+
+
+@dataclass
+class DeviceServe:
+    """What a worker on a device (CUDA, OpenCL) serves, made in the worker before its filter closes
+    (leka/tvm_adapter/runtime.py `device_sandbox_runner`). Device memory cannot be viewed at an offset
+    of the host pool, so the worker holds `slots` argument sets on the device: `upload(offsets, n)`
+    copies, for slot s < n, input i's pool window at byte offset `offsets[s * k + i]` into it (untimed);
+    `run(n, slots_addr)` makes n calls, call c on slot `slots_addr[c]`, synchronised, outputs kept;
+    `fetch(j)` is call j's outputs as host arrays, `inputs(s)` slot s's inputs read back (a kernel
+    that wrote into its inputs is caught there); `profile(slot, repeat)` the per-kernel profile."""
+
+    upload: Callable[[np.ndarray, int], None]
+    run: Callable[[int, int], int]
+    fetch: Callable[[int], list[np.ndarray]]
+    inputs: Callable[[int], list[np.ndarray]]
+    profile: Callable[[int, int], Any] | None
+    slots: int
+
+
+@dataclass
+class Served:
+    """What the worker process serves, made in the child before the sandbox closes: `setup(ro_pool,
+    pool)` returns `(run, profile)` on the CPU (`run` the window loop of leka/tvm_adapter/call_loop.py
+    over views of the read-only pool, `profile(offsets, repeat)` the per-kernel profile or None), or a
+    `DeviceServe` where `device` is set."""
+
+    setup: Callable[[memoryview, Any], Any]
+    n_outputs: int
+    threads: int
+    sandbox: bool = True  # False: trusted code (torch.compile / ONNX Runtime baselines need files)
+    guard: bool = False  # the worker reports process-wide settings its calls changed
+    warm: Callable[[], None] | None = None  # thread pools made before the filter closes
+    # guard_inputs(lo, hi, fd): a fault in [lo, hi) (the read-only pool) is reported on fd (input_mutated)
+    guard_inputs: Callable[[int, int, int], None] | None = None
+    # a GPU / OpenCL device: the driver's ioctls allowed, the environment kept (narrowed to what the
+    # driver and its compilers read) until the device is set up, then emptied
+    device: bool = False

@@ -1,0 +1,305 @@
+"""Inside a sandboxed worker (benchmark/sandbox.py forks it; docs/threat_model.md): file descriptors
+closed, the environment emptied, the empty root and unprivileged uid, the resource limits, the seccomp
+allow-list, then the request loop. Nothing here returns to the judge's code: a worker ends in
+`os._exit`."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import mmap
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.ctypeslib  # noqa: F401 - loaded before a worker's root is emptied (its Python loops use it)
+
+from benchmark import proc
+from benchmark.sandbox_wire import _LIBC, RECORD, Served, _recv, _send
+
+try:  # loaded here, in the judge (and the forkserver that preloads it), not in every worker
+    import pyseccomp as _seccomp_lib
+except (ImportError, OSError) as _e:  # no libseccomp.so.2: workers refuse to start (fail closed)
+    _seccomp_lib = None
+    _SECCOMP_MISSING = f"{type(_e).__name__}: {_e}"
+
+NOBODY = 65534
+
+
+def _close_fds(keep: set[int]) -> None:
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    keep = keep | {0, 1, 2}
+    try:
+        fds = [int(x) for x in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, 4096))
+    for fd in fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _vm_data_bytes() -> int:
+    for line in open("/proc/self/status"):
+        if line.startswith("VmData:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _jail(root_dir: str | None) -> list[str]:
+    """An empty root and an unprivileged uid: as root directly, else inside a new user namespace where
+    the machine allows one. The layers that held, by name."""
+    layers: list[str] = []
+    if root_dir is None:
+        return layers
+    uid, gid = os.geteuid(), os.getegid()
+    if uid != 0:
+        CLONE_NEWUSER = 0x10000000
+        if _LIBC.unshare(CLONE_NEWUSER) != 0:
+            return layers  # no user namespaces here: seccomp alone
+        try:
+            with open("/proc/self/setgroups", "w") as f:
+                f.write("deny")
+            with open("/proc/self/uid_map", "w") as f:
+                f.write(f"0 {uid} 1")
+            with open("/proc/self/gid_map", "w") as f:
+                f.write(f"0 {gid} 1")
+        except OSError:
+            return layers
+        layers.append("userns")
+    os.chroot(root_dir)
+    os.chdir("/")
+    layers.append("chroot")
+    if os.geteuid() == 0 and uid == 0:
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+        layers.append("uid nobody")
+    return layers
+
+
+def _limits(data_limit: int | None) -> None:
+    import resource
+
+    for lim, val in ((resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0), (resource.RLIMIT_MEMLOCK, 0)):
+        try:
+            resource.setrlimit(lim, (val, val))
+        except (ValueError, OSError):
+            pass
+    if data_limit:
+        try:
+            cur = _vm_data_bytes()
+            resource.setrlimit(resource.RLIMIT_DATA, (cur + data_limit, cur + data_limit))
+        except (ValueError, OSError):
+            pass
+
+
+# What a running kernel needs. Everything else fails with EPERM (an unknown new syscall included).
+ALLOWED = (
+    "read", "write", "readv", "writev", "recvfrom", "recvmsg", "sendto", "sendmsg", "close", "fstat",
+    "lseek", "brk", "munmap", "mremap", "madvise", "futex", "sched_yield", "sched_getaffinity",
+    "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid", "clock_gettime",
+    "clock_getres", "gettimeofday", "nanosleep", "clock_nanosleep", "rt_sigaction", "rt_sigprocmask",
+    "rt_sigreturn", "sigaltstack", "exit", "exit_group", "getrandom", "poll", "ppoll", "select",
+    "pselect6", "getrusage", "times", "sysinfo", "uname", "membarrier", "rseq", "restart_syscall",
+    "getcpu", "fcntl", "sched_getparam", "sched_getscheduler", "getpriority", "getrlimit", "dup",
+)
+
+
+def _seccomp(sc: Any, own_pid: int, device: bool = False) -> None:
+    f = sc.SyscallFilter(defaction=sc.ERRNO(errno.EPERM))
+    if device:  # the driver's requests on the device files it opened during the setup (none opened later)
+        f.add_rule(sc.ALLOW, "ioctl")
+    for name in ALLOWED:
+        try:
+            f.add_rule(sc.ALLOW, name)
+        except (RuntimeError, OSError, ValueError):
+            pass  # a name this architecture does not have
+    prot_exec = 0x4
+    # memory may be mapped and protected, never executable (no new code after the filter)
+    f.add_rule(sc.ALLOW, "mmap", sc.Arg(2, sc.MASKED_EQ, prot_exec, 0))
+    f.add_rule(sc.ALLOW, "mprotect", sc.Arg(2, sc.MASKED_EQ, prot_exec, 0))
+    # signals to itself only (abort, raise): never to the judge or the other arm
+    f.add_rule(sc.ALLOW, "tgkill", sc.Arg(0, sc.EQ, own_pid))
+    f.add_rule(sc.ALLOW, "prlimit64", sc.Arg(2, sc.EQ, 0))  # reading limits, not raising them
+    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # glibc then tries clone, which fails: no thread
+    f.load()
+
+
+def _warm_openmp(threads: int) -> None:
+    """The system OpenMP runtime's pool (L2 kernels link it), made while threads may still be created."""
+    try:
+        gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | ctypes.RTLD_GLOBAL)
+    except OSError:
+        return
+    fn_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+    noop = fn_t(lambda _p: None)
+    try:
+        gomp.omp_set_dynamic(0)
+        gomp.GOMP_parallel(noop, None, ctypes.c_uint(threads), ctypes.c_uint(0))
+    except AttributeError:
+        pass
+
+
+# what a device's driver and compilers read while the device is set up (nvcc through PATH, the OpenCL
+# ICD loader, PoCL's cache and linker); every other variable (keys, tokens) is gone before the setup
+DEVICE_ENV = ("PATH", "LD_LIBRARY_PATH", "HOME", "TMPDIR", "XDG_CACHE_HOME")
+DEVICE_ENV_PREFIXES = ("CUDA", "NVIDIA", "OCL_", "OPENCL", "POCL_", "TVM_")
+
+
+def _records(arrays: list[np.ndarray], results: np.ndarray, keep: list) -> int:
+    """Host arrays as RECORD-int64 records (address, bytes, dtype, ndim, dims) in `results`; the arrays
+    stay alive in `keep` until the next fetch, for the judge to read."""
+    from benchmark.sandbox_wire import dtype_code
+
+    keep.clear()
+    flat: list[int] = []
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        keep.append(a)
+        dims = list(a.shape)[:8]
+        flat += [int(a.ctypes.data), int(a.nbytes), dtype_code(a.dtype), a.ndim] + dims + [0] * (8 - len(dims))
+    if len(flat) > results.size:
+        raise RuntimeError("more outputs than the results area holds")
+    results[:len(flat)] = flat
+    return len(flat)
+
+
+def main(sock: socket.socket, served: Served, pool: Any, judge: int, root_dir: str | None,
+         data_limit: int | None) -> None:
+    proc.die_with_parent()
+    if os.getppid() != judge:
+        os._exit(71)
+    ro_fd = os.open(f"/proc/self/fd/{pool.fd}", os.O_RDONLY)
+    ro = mmap.mmap(ro_fd, pool.size, prot=mmap.PROT_READ)
+    os.close(ro_fd)
+    req_fd = os.open(f"/proc/self/fd/{pool.req_fd}", os.O_RDONLY)
+    req_size = max(8, 8 * pool.max_calls * max(1, len(pool.specs)))
+    req = mmap.mmap(req_fd, req_size, prot=mmap.PROT_READ)
+    os.close(req_fd)
+    offsets = np.frombuffer(req, dtype=np.int64)
+    results = np.zeros(RECORD * (pool.max_calls * max(1, served.n_outputs) + len(pool.specs)) + RECORD,
+                       dtype=np.int64)
+    keep = {sock.fileno()}
+    _close_fds(keep)
+    env_keep = {"OMP_NUM_THREADS": str(served.threads), "TVM_NUM_THREADS": str(served.threads),
+                "OMP_WAIT_POLICY": "PASSIVE"}
+    if served.sandbox:
+        kept = {k: v for k, v in os.environ.items()
+                if k in DEVICE_ENV or k.startswith(DEVICE_ENV_PREFIXES)} if served.device else {}
+        os.environ.clear()  # no keys, no paths: nothing of the user's environment
+        os.environ.update(kept)
+    os.environ.update(env_keep)
+    served_now = served.setup(memoryview(ro), pool)
+    if served.device and served.sandbox:
+        os.environ.clear()  # the device is set up: its compilers ran, nothing reads the environment now
+        os.environ.update(env_keep)
+    if served.guard_inputs is not None:
+        lo = int(np.frombuffer(ro, dtype=np.uint8).ctypes.data)
+        served.guard_inputs(lo, lo + pool.size, sock.fileno())
+    if served.warm is not None:
+        served.warm()
+    _warm_openmp(served.threads)
+    guard = None
+    if served.guard:
+        from benchmark.process_state import Guard
+
+        guard = Guard(read_proc=False)
+    threads_now = len(os.listdir("/proc/self/task"))  # its pools' threads, for the judge's record
+    layers: list[str] = []
+    if served.sandbox:
+        if _seccomp_lib is None:
+            raise RuntimeError(f"no seccomp filter can be made here ({_SECCOMP_MISSING}): install libseccomp2 "
+                               "and pyseccomp, or set evaluator.sandbox=false to run candidates unsandboxed")
+        _limits(data_limit)
+        layers = _jail(root_dir)
+        _seccomp(_seccomp_lib, os.getpid(), device=served.device)
+        layers.append("seccomp")
+    hello = {"ok": True, "layers": layers, "threads": threads_now, "results": int(results.ctypes.data)}
+    if served.device:
+        _send(sock, {**hello, "device": True, "slots": int(served_now.slots)})
+        _serve_device(sock, served_now, guard, offsets, results)
+    else:
+        run, profile = served_now
+        _send(sock, hello)
+        _serve(sock, run, profile, guard, offsets, results)
+
+
+def _state(guard: Any) -> dict[str, Any]:
+    reply: dict[str, Any] = {"process_state": None}
+    if guard is not None:
+        try:
+            guard.check()
+        except Exception as e:  # noqa: BLE001 - ProcessStateChanged: reported, the judge decides
+            reply["process_state"] = str(e)
+    return reply
+
+
+def _error(e: BaseException) -> dict[str, Any]:
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+    tail = lines[-1] if lines else type(e).__name__
+    return {"error": f"{type(e).__name__}: {tail}"[:2000]}
+
+
+def _serve(sock: socket.socket, run: Callable[..., int], profile: Any, guard: Any, offsets: np.ndarray,
+           results: np.ndarray) -> None:
+    while True:
+        msg = _recv(sock)
+        op = msg.get("op")
+        try:
+            if op == "run":
+                n = int(msg["n"])
+                got = run(n, offsets.ctypes.data, results.ctypes.data, results.size)
+                _send(sock, {"got": int(got)})
+            elif op == "state":  # asked apart from `run`: the guard's ~0.1 ms stays out of the timed request
+                _send(sock, _state(guard))
+            elif op == "profile":
+                rows, total = profile(list(msg["offsets"]), int(msg.get("repeat", 5)))
+                _send(sock, {"rows": rows, "total": total})
+            elif op == "exit":
+                os._exit(0)
+            else:
+                _send(sock, {"error": f"unknown request {op!r}"})
+        except Exception as e:  # noqa: BLE001 - the candidate's runtime error, as data
+            _send(sock, _error(e))
+
+
+def _serve_device(sock: socket.socket, dev: Any, guard: Any, offsets: np.ndarray, results: np.ndarray) -> None:
+    """The device worker's requests: `upload` (the pool's windows into the slots, untimed), `run` (the
+    timed calls, slot c for call c), `fetch` / `inputs` (host copies, read by the judge), `state`,
+    `profile`."""
+    order = np.arange(max(1, dev.slots), dtype=np.int64)  # call c on slot c
+    held: list = []
+    while True:
+        msg = _recv(sock)
+        op = msg.get("op")
+        try:
+            if op == "upload":
+                dev.upload(offsets, int(msg["n"]))
+                _send(sock, {"ok": True})
+            elif op == "run":
+                n = int(msg["n"])
+                if not 1 <= n <= dev.slots:
+                    raise ValueError(f"{n} calls, over the {dev.slots} slots")
+                _send(sock, {"calls": int(dev.run(n, int(order.ctypes.data)))})
+            elif op == "fetch":
+                _send(sock, {"got": _records(dev.fetch(int(msg["j"])), results, held)})
+            elif op == "inputs":
+                _send(sock, {"got": _records(dev.inputs(int(msg["s"])), results, held)})
+            elif op == "state":
+                _send(sock, _state(guard))
+            elif op == "profile" and dev.profile is not None:
+                rows, total = dev.profile(int(msg.get("slot", 0)), int(msg.get("repeat", 5)))
+                _send(sock, {"rows": rows, "total": total})
+            elif op == "exit":
+                os._exit(0)
+            else:
+                _send(sock, {"error": f"unknown request {op!r}"})
+        except Exception as e:  # noqa: BLE001 - the candidate's runtime error, as data
+            _send(sock, _error(e))

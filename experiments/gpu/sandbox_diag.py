@@ -1,0 +1,121 @@
+"""Which of the sandbox's layers a device backend's worker trips on (issue 26, run on the GPU host).
+
+Each variant runs one evaluation job (`benchmark.worker.run_job`, in a forked child of this process,
+so the variant's change to the worker's layers applies) of a task's root against untuned TVM:
+`full` is the default sandbox; the others drop one layer (`no_seccomp`, `no_jail`, `no_limits`) or add
+one group of system calls to the allow-list (`+open`, `+clone`, `+exec_mem`, `+misc`). A variant that
+passes where `full` fails names what the device's driver needs. Prints one line per variant.
+
+    python3 experiments/gpu/sandbox_diag.py --backend cuda --task l1_mish [--variants full,no_seccomp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+
+GROUPS = {
+    "+open": ("open", "openat", "openat2", "access", "faccessat", "faccessat2", "stat", "lstat", "newfstatat",
+              "statx", "readlink", "readlinkat", "getdents64"),
+    "+clone": ("clone", "clone3", "set_robust_list", "unshare"),
+    "+exec_mem": (),  # mmap / mprotect with PROT_EXEC
+    "+misc": ("sched_setaffinity", "setpriority", "prctl", "mlock", "munlock", "mincore", "shmget", "shmat",
+              "shmctl", "eventfd2", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "pipe2", "kill",
+              "tkill", "socket", "connect", "memfd_create", "ftruncate", "fallocate", "msync", "set_mempolicy",
+              "get_mempolicy", "mbind"),
+}
+
+
+def _patch(variant: str) -> None:
+    from benchmark import sandbox_worker as W
+
+    if variant == "no_seccomp":
+        W._seccomp = lambda sc, pid, device=False: None
+    elif variant == "no_jail":
+        W._jail = lambda root: []
+    elif variant == "no_limits":
+        W._limits = lambda limit: None
+    elif variant in GROUPS:
+        orig = W._seccomp
+
+        def more(sc, pid, device=False):
+            real_load = sc.SyscallFilter.load
+
+            def load(self):
+                for name in GROUPS[variant]:
+                    try:
+                        self.add_rule(sc.ALLOW, name)
+                    except Exception:  # noqa: BLE001 - not on this architecture, or already a rule
+                        pass
+                if variant == "+exec_mem":
+                    for name in ("mmap", "mprotect"):
+                        self.add_rule(sc.ALLOW, name, sc.Arg(2, sc.MASKED_EQ, 0x4, 0x4))
+                return real_load(self)
+
+            sc.SyscallFilter.load = load
+            try:
+                orig(sc, pid, device=device)
+            finally:
+                sc.SyscallFilter.load = real_load
+
+        W._seccomp = more
+
+
+def run_variant(variant: str, task, backend: str, cache: str) -> dict:
+    from leka.core.config import EvaluatorConfig
+
+    cfg = EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0)
+    job = {"task_path": str(task.path), "task_id": task.id, "backend": backend, "candidate": None,
+           "evaluator": cfg.model_dump(mode="json"), "baseline": "untuned", "time": True, "profile": True,
+           "export": None, "cache_dir": cache, "threads": len(os.sched_getaffinity(0)), "device": None}
+    out = tempfile.mktemp(prefix="leka-diag-", suffix=".json")
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            _patch(variant)
+            from benchmark.worker import run_job
+
+            run_job(job, out)
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    wall = time.perf_counter() - t0
+    if not os.path.exists(out):
+        return {"variant": variant, "died": status, "wall_s": round(wall, 1)}
+    res = json.loads(open(out).read())
+    r = res["result"]
+    prof = res.get("profile") or {}
+    return {"variant": variant, "correct": r.get("correct"), "error_kind": r.get("error_kind"),
+            "error": (r.get("error") or "")[:600], "speedup": r.get("speedup"),
+            "interval": [r.get("speedup_lo"), r.get("speedup_hi")], "t_cand_us": (r.get("t_candidate_s") or 0) * 1e6,
+            "sandbox": r.get("extra", {}).get("sandbox"), "timer": r.get("extra", {}).get("timer"),
+            "threads": r.get("extra", {}).get("sandbox_threads"), "profile": "error" if prof.get("error") else "ok",
+            "wall_s": round(wall, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--task", default="l1_mish")
+    ap.add_argument("--variants", default="full,no_seccomp,no_jail,no_limits,+open,+clone,+exec_mem,+misc")
+    ap.add_argument("--stop-on-pass", action="store_true", help="after `full`, run the others only if it failed")
+    args = ap.parse_args()
+    from benchmark.task import resolve
+
+    task = resolve(args.task)
+    cache = tempfile.mkdtemp(prefix="leka-diag-cache-")
+    for v in args.variants.split(","):
+        row = run_variant(v, task, args.backend, cache)
+        print(json.dumps(row), flush=True)
+        if v == "full" and row.get("correct") and args.stop_on_pass:
+            break
+
+
+if __name__ == "__main__":
+    main()
