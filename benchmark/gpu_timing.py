@@ -167,3 +167,26 @@ def baseline_timer(kind: str, *, task, root, target, inputs, model, ms_dir, cach
     if kind in ("torch", "torch_compile"):
         return torch_cuda_timer(torch_call or torch_gpu_call(kind, model, inputs), flusher)
     raise ValueError(f"baseline {kind!r} does not run on the GPU; use untuned, tuned, torch or torch_compile")
+
+
+def time_step(st: Any) -> bool:
+    """The in-process CUDA time step (evaluator.sandbox=false, or a torch baseline on the GPU): the
+    device's timer, an L2 flush before every timed call, one fixed input set (docs/threat_model.md)."""
+    from benchmark import timing
+    from leka import tvm_adapter as A
+
+    job, cfg, res = st.job, st.cfg, st.res
+    dev = st.runner.dev
+    flusher = A.L2Flusher(dev)
+    base = baseline_timer(job["baseline"], task=st.task, root=st.root, target=st.target,
+                                     inputs=st.inputs_by_seed[0], model=st.model, ms_dir=job.get("ms_dir"),
+                                     cache_dir=job.get("cache_dir"),
+                                     runner=st.base_prep.result() if st.base_prep is not None else None,
+                                     flusher=flusher, torch_call=st.torch_call)
+    cand = tvm_gpu_timer(st.runner, st.runner.to_device(st.inputs_by_seed[0]), flusher)
+    tm = timing.paired_timing(cand, base, cfg)
+    st.dmem.sample()
+    res.peak_device_bytes = st.dmem.bytes()
+    res.extra["timer"] = "device (CUDA events), L2 flushed before each call"
+    timing.record(res, tm)
+    return True

@@ -432,7 +432,7 @@ def time_step(st: JobState) -> bool:
     if st.sandboxed:
         return isolated.time_step(st)
     if st.gpu:
-        return _gpu_time_step(st)
+        return gpu_timing.time_step(st)
     n_sets = _timing_sets(st)
     base = baselines.make_timer(job["baseline"], task=st.task, root=st.root, backend=st.backend,
                                 target=st.target, inputs=st.inputs_by_seed[0], model=st.model,
@@ -451,26 +451,6 @@ def time_step(st: JobState) -> bool:
     # how each arm's calls are made: cpp_loop (rotating, no Python between calls), tvm_loop (one fixed
     # set), python_loop (no C++ compiler, or a torch / ONNX Runtime baseline)
     res.extra["timer"] = f"candidate {cand.kind}, baseline {base.kind}"
-    return True
-
-
-def _gpu_time_step(st: JobState) -> bool:
-    """On a CUDA GPU: the device's timer, an L2 flush before every timed call, one fixed input set
-    (the rotating, output-checked protocol of the CPU is not yet on the GPU: docs/threat_model.md)."""
-    job, cfg, res = st.job, st.cfg, st.res
-    dev = st.runner.dev
-    flusher = A.L2Flusher(dev)
-    base = gpu_timing.baseline_timer(job["baseline"], task=st.task, root=st.root, target=st.target,
-                                     inputs=st.inputs_by_seed[0], model=st.model, ms_dir=job.get("ms_dir"),
-                                     cache_dir=job.get("cache_dir"),
-                                     runner=st.base_prep.result() if st.base_prep is not None else None,
-                                     flusher=flusher, torch_call=st.torch_call)
-    cand = gpu_timing.tvm_gpu_timer(st.runner, st.runner.to_device(st.inputs_by_seed[0]), flusher)
-    tm = timing.paired_timing(cand, base, cfg)
-    st.dmem.sample()
-    res.peak_device_bytes = st.dmem.bytes()
-    res.extra["timer"] = "device (CUDA events), L2 flushed before each call"
-    timing.record(res, tm)
     return True
 
 
