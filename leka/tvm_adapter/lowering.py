@@ -74,7 +74,10 @@ def build(mod: tvm.IRModule, target: tvm.target.Target):
         from leka.tvm_adapter.runtime import cuda_runtime_setup
 
         cuda_runtime_setup()  # nvcc (or NVRTC) compiles TVM's CUDA C in this process
-    return tvm.compile(mod, target)
+    # in the target's scope: TVM's CUDA compile callback takes the arch from Target.current(), and
+    # without one it asks the GPU, which initialises CUDA in a judge that forks device workers after
+    with target:
+        return tvm.compile(mod, target)
 
 
 def _opencl_if_built() -> None:
@@ -226,7 +229,8 @@ def extern_prim_func(func: tvm.tirx.PrimFunc, entry: str) -> tvm.tirx.PrimFunc:
 def build_prim_func(func: tvm.tirx.PrimFunc, target: tvm.target.Target, name: str = "main"):
     """Compile one PrimFunc alone (a legality check for L1 edits; the source of one kernel)."""
     f = func.with_attr("global_symbol", name)
-    return tvm.compile(tvm.IRModule({name: f}), target=target)
+    with target:  # the arch from the target, never from the GPU (see `build`)
+        return tvm.compile(tvm.IRModule({name: f}), target=target)
 
 
 def llvm_ir_to_object(ll_path: str, obj_path: str) -> None:
