@@ -130,7 +130,10 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="write the rows here")
     ap.add_argument("--backend", default="llvm", help="part B's backend (cuda, opencl: on their device)")
     ap.add_argument("--b-tasks", type=int, default=0, help="part B: the first N subset tasks only")
+    ap.add_argument("--arms", default="before,after", help="the protocols to run (before = evaluator.sandbox=false)")
     args = ap.parse_args()
+    global ARMS
+    ARMS = tuple(a for a in args.arms.split(",") if a in ("before", "after"))
     cache = tempfile.mkdtemp(prefix="leka-sandbox-bench-")
     print(f"machine: {platform.processor() or platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cpus; "
           f"python {platform.python_version()}; started {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")

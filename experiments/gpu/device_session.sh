@@ -196,10 +196,10 @@ case $what in
     step sandbox_diag "${DIAG_LIMIT:-150}" "${g[@]}" python3 experiments/gpu/sandbox_diag.py --backend cuda --task l1_mish \
       ${DIAG_VARIANTS:+--variants $DIAG_VARIANTS} --stop-on-pass
     cat "$LOGS/sandbox_diag.log" | grep '^{' | cut -c1-700
-    step gpu_tests "${TESTS_LIMIT:-240}" "${g[@]}" python3 -m pytest tests/test_gpu.py -m gpu -q -p no:cacheprovider -rA -x
+    step gpu_tests "${TESTS_LIMIT:-240}" "${g[@]}" python3 -m pytest tests/test_gpu.py -m gpu -q -p no:cacheprovider -rA
     grep -E "passed|failed|Error|error|assert" "$LOGS/gpu_tests.log" | tail -30
     step aa_cuda "$(left)" "${g[@]}" python3 experiments/bench_sandbox.py --skip-a --backend cuda --aa-rounds 1 \
-      ${AA_TASKS:+--b-tasks $AA_TASKS} --json "$LOGS/aa_cuda.json"
+      ${AA_TASKS:+--b-tasks $AA_TASKS} ${AA_ARMS:+--arms $AA_ARMS} --json "$LOGS/aa_cuda.json"
     tail -32 "$LOGS/aa_cuda.log"
     ;;
   setup) check_env ;;
