@@ -33,6 +33,19 @@ def is_cuda_fault(message: str) -> bool:
     return bool(_FAULT.search(message or ""))
 
 
+def cuda_initialized() -> bool:
+    """Whether this process has initialised the CUDA driver (cuInit), without initialising it: a
+    process that has cannot fork a worker that uses CUDA. libcuda not loaded: not initialised."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD)
+    except OSError:
+        return False
+    ctx = ctypes.c_void_p()
+    return int(lib.cuCtxGetCurrent(ctypes.byref(ctx))) != 3  # CUDA_ERROR_NOT_INITIALIZED
+
+
 def lock_path() -> Path:
     return Path(os.environ.get("LEKA_GPU_LOCK") or Path(tempfile.gettempdir()) / f"leka-gpu-{os.getuid()}.lock")
 

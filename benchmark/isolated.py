@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark import baselines, memory, sandbox, timing
+from benchmark import baselines, gpu_timing, memory, sandbox, timing
 from benchmark.outputs import _np, compare
 from benchmark.process_state import ProcessStateChanged
 from leka import tvm_adapter as A
@@ -200,6 +200,10 @@ def start(st: Any) -> None:
             return _device_served(st, runner_or_ex, specs, pool.max_calls, guard)
         return _vm_served(st, runner_or_ex, specs, guard)
 
+    if device and get_backend(st.backend).cuda and gpu_timing.cuda_initialized():
+        raise sandbox.WorkerError("CUDA was initialised in the evaluation process before its sandboxed workers "
+                                  "were forked, so they cannot use it (a CUDA call in the build or the import?); "
+                                  "evaluator.sandbox=false runs the candidate in the evaluation process instead")
     st.workers = {}
     st.workers["candidate"] = sandbox.start(served(st.built.executable if device else st.runner), pool,
                                             "candidate", data_limit=cap)

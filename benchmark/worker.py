@@ -126,7 +126,8 @@ def prepare(st: JobState) -> bool:
     res.task = task.id
     st.atol, st.rtol = job.get("atol", task.atol), job.get("rtol", task.rtol)
     try:
-        st.root = load_root(task, cache_dir=job.get("cache_dir"))
+        forks_device = get_backend(st.backend).gpu and cfg.get("sandbox", True)  # import in a child (roots.py)
+        st.root = load_root(task, job.get("cache_dir"), in_child=forks_device)
     except A.ImportFailure as e:
         _err(res, "import", str(e))
         return False

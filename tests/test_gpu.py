@@ -181,8 +181,9 @@ def ev_inproc(tmp_path_factory):
     return Evaluator(cfg, "cuda", cache_dir=str(tmp_path_factory.mktemp("cache")))
 
 
-def _l2_cuda(task, tmp_path, rewrite):
-    """The root's first kernel as an L2 CUDA edit, its text passed through rewrite(head, body)."""
+def _l2_cuda(task, tmp_path, rewrite, edit_check: bool = True):
+    """The root's first kernel as an L2 CUDA edit, its text passed through rewrite(head, body);
+    `edit_check=False`: the edit made with the honest text, then the text swapped (no edit-time check)."""
     from agents.l2_cuda import RuleCudaL2Agent
     from benchmark.roots import load_root
     from leka import ir
@@ -197,11 +198,16 @@ def _l2_cuda(task, tmp_path, rewrite):
     name = next(iter(funcs))
     text = RuleCudaL2Agent(root_params=root.params).kernel_source(funcs[name], name, target)
     head, body = text.split("{", 1)
+    new = rewrite(head, body)
     out = apply_edit(cand, Edit(level="L2", kind="source", target=name,
-                                payload={"language": "cuda", "text": rewrite(head, body), "entry": f"{name}_kernel"}),
+                                payload={"language": "cuda", "text": new if edit_check else text,
+                                         "entry": f"{name}_kernel"}),
                      workdir=tmp_path, root_params=root.params)
     assert out.error is None, out.error
-    return out.candidate
+    if edit_check:
+        return out.candidate
+    l2 = {k: e.model_copy(update={"text": new}) for k, e in out.candidate.l2.items()}
+    return out.candidate.model_copy(update={"l2": l2})
 
 
 @gpu
@@ -246,7 +252,7 @@ def test_cuda_device_global_state_is_caught(task, tmp_path):
 
     ev = Evaluator(EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0, static_check=False),
                    "cuda", cache_dir=str(tmp_path))
-    res = ev.evaluate(task, _l2_cuda(task, tmp_path, once))
+    res = ev.evaluate(task, _l2_cuda(task, tmp_path, once, edit_check=False))
     assert not res.correct and res.error_kind in ("mismatch", "stale_output"), (res.error_kind, res.error)
 
 

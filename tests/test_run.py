@@ -104,8 +104,12 @@ def test_sigkill_then_resume_loses_nothing(tmp_path):
                 d = run_dir_of(out)
                 if (d / "tree.sqlite").exists():
                     con = sqlite3.connect(d / "tree.sqlite")
-                    n = con.execute("SELECT COUNT(*) FROM nodes WHERE result IS NOT NULL").fetchone()[0]
-                    con.close()
+                    try:
+                        n = con.execute("SELECT COUNT(*) FROM nodes WHERE result IS NOT NULL").fetchone()[0]
+                    except sqlite3.OperationalError:  # the file is there, its tables not yet
+                        n = 0
+                    finally:
+                        con.close()
                     if n >= 3:
                         break
             assert p.poll() is None, p.stderr.read().decode()[-2000:]

@@ -330,3 +330,22 @@ def test_worker_jail_and_outputs_read_in_pieces(monkeypatch, tmp_path):
     finally:
         w.close()
         pool.close()
+
+
+def test_root_import_in_a_child_process(tmp_path):
+    # a device backend's judge imports its task in a forked child (torch.export would initialise CUDA in
+    # the judge, whose forked device workers then cannot use it): the cache it writes is the same root,
+    # and the child's import failure comes back as the parent's ImportFailure, message kept
+    from benchmark.roots import load_root
+    from benchmark.task import load_task_file
+    from leka import tvm_adapter as A
+
+    task = load_task_file(Path(__file__).parent / "data" / "tiny_task.py")
+    got = load_root(task, tmp_path / "a", in_child=True)
+    assert got.text == load_root(task, tmp_path / "b").text and got.outputs == [((4, 64), "float32")]
+    assert list((tmp_path / "a" / "roots").glob("*/meta.json"))
+    bad = tmp_path / "bad_task.py"
+    bad.write_text((Path(__file__).parent / "data" / "tiny_task.py").read_text()
+                   .replace("return torch.relu(x) * self.w + x", "raise RuntimeError('no export for you')"))
+    with pytest.raises(A.ImportFailure, match="no export for you"):
+        load_root(load_task_file(bad), tmp_path / "c", in_child=True)
