@@ -190,7 +190,7 @@ def start(st: Any) -> None:
     if device:  # slots on the device: a call's inputs and outputs each
         per_call = out_bytes + sum(s.nbytes for s in specs)
         max_calls = min(DEVICE_SLOTS, int(cfg.get("sandbox_device_mib", 512)) * 2**20 // max(1, per_call))
-    st.pool = pool = sandbox.Pool(specs, slack, max_calls=max(1, max_calls))
+    st.pool = pool = sandbox.Pool(specs, slack, max_calls=max(1, max_calls), sets=int(cfg.get("sandbox_input_sets", 2)))
     cap, _ = memory.cap_bytes(st.job.get("memory_cap_gb", cfg.get("memory_cap_gb")), st.footprint)
     guard = bool(cfg.get("process_check", True))
     A.call_loop.library(str(baselines.cache_root(st.job.get("cache_dir"))))  # compiled here: workers only load it
@@ -384,7 +384,8 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
                 n = rng.randint(max(1, (3 * n + 3) // 4), n)
             pool.fill(make, rng.randrange(10**6, 2**31 - 10**5), slack_seed=rng.randrange(10**6, 2**31 - 10**5))
             per_input = [rng.sample(range(pool.positions), n) for _ in pool.specs]
-            rows = [[per_input[i][c] * sandbox.ALIGN for i in range(len(pool.specs))] for c in range(n)]
+            first = rng.randrange(pool.sets)  # call c reads copy first + c: consecutive calls, other bytes
+            rows = [[pool.offset(i, first + c, per_input[i][c]) for i in range(len(pool.specs))] for c in range(n)]
             calls = me.run(rows)
             if guard:
                 changed = me.state()  # untimed, after the request; both arms alike

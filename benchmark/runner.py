@@ -99,16 +99,30 @@ def _refs_child(job: dict[str, Any], seeds: list[int], refs_dir: str) -> None:
     refs.compute(job["task_path"], seeds, refs_dir)
 
 
-def _tree_rss(proc: psutil.Process) -> int:
+# A descendant's USS walks its page tables (/proc/PID/smaps: ~14 ms for a process with torch and TVM
+# loaded, smaps_rollup as slow). Read on every 50-ms poll for two sandboxed workers and the reference
+# child, it kept the watching process busy for most of a core, on the 2 cores the evaluation was timing
+# on (experiments/results/bench_eval_integrity.md). So descendants are read at most every USS_EVERY_S:
+# a sandboxed worker cannot outgrow the cap meanwhile (its RLIMIT_DATA), the child's own RSS is read
+# every poll, and the reference child is trusted code.
+USS_EVERY_S = 1.0
+
+
+def _tree_rss(proc: psutil.Process, cache: dict[str, float] | None = None) -> int:
     """The evaluation's resident memory: the child's RSS plus what each descendant holds alone (USS).
-    Its sandboxed workers are forks of it: their RSS would count the pages they share with it again."""
+    Its sandboxed workers are forks of it: their RSS would count the pages they share with it again.
+    With `cache`, the descendants' sum is re-read only every USS_EVERY_S."""
     try:
         total = proc.memory_info().rss
     except psutil.Error:
         return 0
-    for p in proc.children(recursive=True):
-        total += _unique_bytes(p)
-    return total
+    now = time.perf_counter()
+    if cache is not None and now - cache.get("t", -1e9) < USS_EVERY_S:
+        return total + int(cache.get("uss", 0))
+    uss = sum(_unique_bytes(p) for p in proc.children(recursive=True))
+    if cache is not None:
+        cache["t"], cache["uss"] = now, uss
+    return total + uss
 
 
 def _unique_bytes(proc: psutil.Process) -> int:
@@ -196,6 +210,8 @@ class LocalFuture:
         proc, ps = self.proc, psutil.Process(self.proc.pid)
         kill_kind = kill_msg = None
         peak = 0
+        uss: dict[str, float] = {}
+        refs_uss: dict[str, float] = {}
         try:
             while proc.is_alive():
                 proc.join(0.05)
@@ -204,9 +220,12 @@ class LocalFuture:
                     break
                 self._refs_step()
                 try:
-                    rss = _tree_rss(ps)
+                    rss = _tree_rss(ps, uss)
                     if self.refs_proc is not None and self.refs_proc.is_alive():
-                        rss += _unique_bytes(psutil.Process(self.refs_proc.pid))
+                        if time.perf_counter() - refs_uss.get("t", -1e9) >= USS_EVERY_S:
+                            refs_uss["t"] = time.perf_counter()
+                            refs_uss["uss"] = _unique_bytes(psutil.Process(self.refs_proc.pid))
+                        rss += int(refs_uss["uss"])
                 except psutil.Error:
                     rss = 0
                 peak = max(peak, rss)

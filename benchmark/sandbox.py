@@ -85,14 +85,19 @@ def _align(n: int) -> int:
 
 @dataclass
 class Pool:
-    """One memfd holding, per input, room for the input plus `slack` bytes: a call's input is the window
-    of the input's size at a 64-byte-aligned offset into it. The judge writes (`fill`); workers map it
-    read-only. Offsets are drawn per call, so every call of a request sees inputs at its own addresses,
-    and the pool is refilled with fresh contents before every request."""
+    """One memfd holding, per input, `sets` copies' room, each the input plus `slack` bytes: a call's
+    input is the window of the input's size at a 64-byte-aligned offset into one copy. Consecutive calls
+    of a timing request read different copies (as the in-process protocol rotates two input sets), so a
+    call never finds its inputs in the cache because the call before read nearly the same bytes; within a
+    copy, offsets are drawn per call, so every call of a request sees inputs at its own addresses. The
+    pool is refilled with fresh contents before every request. The judge writes (`fill`); workers map it
+    read-only."""
 
     specs: list[InputSpec]
     slack: int
     fd: int = -1
+    sets: int = 2  # copies per input (one: windows of one copy only, as before 2026-12-02)
+    strides: list[int] = field(default_factory=list)  # bytes from one copy of input i to the next
     starts: list[int] = field(default_factory=list)
     caps: list[int] = field(default_factory=list)
     size: int = 0
@@ -109,20 +114,26 @@ class Pool:
         # encoding of thousands of numbers is timed), mapped read-only by the workers
         self.req_fd = os.memfd_create("leka-requests", os.MFD_CLOEXEC)
         os.ftruncate(self.req_fd, max(8, 8 * self.max_calls * max(1, len(self.specs))))
+        self.sets = max(1, int(self.sets))
         pos = 0
         for s in self.specs:
             self.starts.append(pos)
-            cap = _align(max(s.nbytes, 1)) + self.slack
-            self.caps.append(cap)
-            pos += cap
+            stride = _align(max(s.nbytes, 1)) + self.slack
+            self.strides.append(stride)
+            self.caps.append(stride * self.sets)
+            pos += stride * self.sets
         self.size = max(pos, ALIGN)
         self.fd = os.memfd_create("leka-inputs", os.MFD_CLOEXEC)
         os.ftruncate(self.fd, self.size)
 
     @property
     def positions(self) -> int:
-        """Distinct window offsets per input."""
+        """Distinct window offsets per input within one copy."""
         return self.slack // ALIGN + 1
+
+    def offset(self, i: int, copy: int, position: int) -> int:
+        """Input i's window at `position` (0 .. positions-1) of copy `copy`, as a byte offset."""
+        return (copy % self.sets) * self.strides[i] + position * ALIGN
 
     def map_rw(self) -> None:
         """The judge's writable mappings, made after the workers are forked (they never inherit them)."""

@@ -103,8 +103,7 @@ class JobState:
     seeds: list[int] = field(default_factory=list)  # the checked seeds, the fresh one last
     footprint: Any = None  # memory.Footprint of the task
     plan: memory.TimingPlan = memory.STANDARD  # how the timing holds memory (lean for outputs near the cap)
-    # inputs and references of the first seeds (those the timing rotates through; the references
-    # memory-mapped from the reference process's files where there is one)
+    # the first seeds' inputs and references (the timing rotates through them; references memory-mapped)
     inputs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
     refs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
     profile: dict | None = None
@@ -151,6 +150,7 @@ def prepare(st: JobState) -> bool:
     if why:
         res.extra["sandbox"] = f"off: {why}"
         torch.set_num_threads(job.get("threads", 2))
+        A.start_thread_pool(job.get("threads", 2))  # TVM's default on x86 is half the cores (1 of 2 here)
     if job.get("refs_dir"):  # the runner starts the reference process on this (benchmark/runner.py)
         cap, where = memory.cap_bytes(cap_gb, st.footprint)
         # sandboxed, the judge computes references itself: the candidate never runs in its process

@@ -76,6 +76,7 @@ class EvaluatorConfig(_Section):
     # keeps inputs, references, clock and verdict. False: the candidate runs in the evaluation process
     sandbox: bool = True
     sandbox_slack_kib: int = Field(256, ge=1)  # per input: room for distinct window offsets (64 B apart)
+    sandbox_input_sets: int = Field(2, ge=1)  # copies of each input in the pool: consecutive calls read other bytes
     sandbox_output_mib: int = Field(64, ge=1)  # outputs one timing request may hold (bounds its calls)
     sandbox_device_mib: int = Field(512, ge=1)  # a device worker's slots (inputs + outputs per call; at most 256)
 

@@ -279,7 +279,11 @@ def device_sandbox_runner(ex, backend: str, buf, starts: Sequence[int], specs: S
 
 
 def start_thread_pool(threads: int) -> None:
-    """TVM's worker threads, made now (a sandboxed worker may not create threads later)."""
+    """TVM's worker threads, `threads` of them, made now (a sandboxed worker may not create threads
+    later). TVM sizes its pool from TVM_NUM_THREADS, else half the hardware threads on x86 (it takes
+    every other one for a hyperthread): 1 on a 2-core machine without SMT; config_threadpool alone
+    cannot go over that."""
+    os.environ["TVM_NUM_THREADS"] = str(int(threads))
     f = tvm.get_global_func("runtime.config_threadpool", True)
     if f is not None:
         f(0, int(threads))
