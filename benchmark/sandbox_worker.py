@@ -247,27 +247,32 @@ def _error(e: BaseException) -> dict[str, Any]:
     return {"error": f"{type(e).__name__}: {tail}"[:2000]}
 
 
-def _serve(sock: socket.socket, run: Callable[..., int], profile: Any, guard: Any, offsets: np.ndarray,
-           results: np.ndarray) -> None:
+def _loop(sock: socket.socket, ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]], guard: Any) -> None:
+    """Answer requests until `exit`: `ops[op](msg)` is the reply; `state` (the guard's report, asked
+    apart from `run` so its ~0.1 ms stays out of the timed request) and `exit` are every worker's."""
+    ops = {**ops, "state": lambda _m: _state(guard)}
     while True:
         msg = _recv(sock)
         op = msg.get("op")
+        if op == "exit":
+            os._exit(0)
         try:
-            if op == "run":
-                n = int(msg["n"])
-                got = run(n, offsets.ctypes.data, results.ctypes.data, results.size)
-                _send(sock, {"got": int(got)})
-            elif op == "state":  # asked apart from `run`: the guard's ~0.1 ms stays out of the timed request
-                _send(sock, _state(guard))
-            elif op == "profile":
-                rows, total = profile(list(msg["offsets"]), int(msg.get("repeat", 5)))
-                _send(sock, {"rows": rows, "total": total})
-            elif op == "exit":
-                os._exit(0)
-            else:
-                _send(sock, {"error": f"unknown request {op!r}"})
+            fn = ops.get(op)
+            _send(sock, fn(msg) if fn is not None else {"error": f"unknown request {op!r}"})
         except Exception as e:  # noqa: BLE001 - the candidate's runtime error, as data
             _send(sock, _error(e))
+
+
+def _serve(sock: socket.socket, run: Callable[..., int], profile: Any, guard: Any, offsets: np.ndarray,
+           results: np.ndarray) -> None:
+    def do_run(msg: dict[str, Any]) -> dict[str, Any]:
+        return {"got": int(run(int(msg["n"]), offsets.ctypes.data, results.ctypes.data, results.size))}
+
+    def do_profile(msg: dict[str, Any]) -> dict[str, Any]:
+        rows, total = profile(list(msg["offsets"]), int(msg.get("repeat", 5)))
+        return {"rows": rows, "total": total}
+
+    _loop(sock, {"run": do_run, **({"profile": do_profile} if profile is not None else {})}, guard)
 
 
 def _serve_device(sock: socket.socket, dev: Any, guard: Any, offsets: np.ndarray, results: np.ndarray) -> None:
@@ -276,30 +281,24 @@ def _serve_device(sock: socket.socket, dev: Any, guard: Any, offsets: np.ndarray
     `profile`."""
     order = np.arange(max(1, dev.slots), dtype=np.int64)  # call c on slot c
     held: list = []
-    while True:
-        msg = _recv(sock)
-        op = msg.get("op")
-        try:
-            if op == "upload":
-                dev.upload(offsets, int(msg["n"]))
-                _send(sock, {"ok": True})
-            elif op == "run":
-                n = int(msg["n"])
-                if not 1 <= n <= dev.slots:
-                    raise ValueError(f"{n} calls, over the {dev.slots} slots")
-                _send(sock, {"calls": int(dev.run(n, int(order.ctypes.data)))})
-            elif op == "fetch":
-                _send(sock, {"got": _records(dev.fetch(int(msg["j"])), results, held)})
-            elif op == "inputs":
-                _send(sock, {"got": _records(dev.inputs(int(msg["s"])), results, held)})
-            elif op == "state":
-                _send(sock, _state(guard))
-            elif op == "profile" and dev.profile is not None:
-                rows, total = dev.profile(int(msg.get("slot", 0)), int(msg.get("repeat", 5)))
-                _send(sock, {"rows": rows, "total": total})
-            elif op == "exit":
-                os._exit(0)
-            else:
-                _send(sock, {"error": f"unknown request {op!r}"})
-        except Exception as e:  # noqa: BLE001 - the candidate's runtime error, as data
-            _send(sock, _error(e))
+
+    def upload(msg: dict[str, Any]) -> dict[str, Any]:
+        dev.upload(offsets, int(msg["n"]))
+        return {"ok": True}
+
+    def run(msg: dict[str, Any]) -> dict[str, Any]:
+        n = int(msg["n"])
+        if not 1 <= n <= dev.slots:
+            raise ValueError(f"{n} calls, over the {dev.slots} slots")
+        return {"calls": int(dev.run(n, int(order.ctypes.data)))}
+
+    def profile(msg: dict[str, Any]) -> dict[str, Any]:
+        rows, total = dev.profile(int(msg.get("slot", 0)), int(msg.get("repeat", 5)))
+        return {"rows": rows, "total": total}
+
+    ops = {"upload": upload, "run": run,
+           "fetch": lambda m: {"got": _records(dev.fetch(int(m["j"])), results, held)},
+           "inputs": lambda m: {"got": _records(dev.inputs(int(m["s"])), results, held)}}
+    if dev.profile is not None:
+        ops["profile"] = profile
+    _loop(sock, ops, guard)

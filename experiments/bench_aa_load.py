@@ -51,7 +51,7 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cpus; "
           f"python {platform.python_version()}; started {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
           f"load: {'none' if args.no_load else 'one busy-loop process'}")
-    print(f"{'task':28s} {'n':>3} {'faster':>6} {'loaded':>6} {'wide':>5} {'median':>7} {'lo..hi of medians'}")
+    print(f"{'task':28s} {'n':>3} {'faster':>6} {'loaded':>6} {'wide':>5} {'median':>7} {'min..max'}")
     load = None if args.no_load else busy_loop()
     rows = []
     try:

@@ -281,26 +281,10 @@ def test_torch_baselines_on_gpu(task, ev, kind):
 @gpu
 @needs_gpu
 def test_cuda_fault_is_data_and_the_next_child_is_fresh(task, ev, tmp_path):
-    from agents.l2_cuda import RuleCudaL2Agent
-    from benchmark.roots import load_root
-    from leka import ir
-    from leka import tvm_adapter as A
-    from leka.core.types import Edit
-    from leka.ir.edits import apply_edit
+    def fault(head: str, body: str) -> str:
+        return head + "{\n  if (threadIdx.x == 0) { ((volatile float*)0x8)[0] = 1.0f; }\n" + body
 
-    root = load_root(task)
-    cand = ir.root_candidate(task, "cuda", root)
-    target = A.make_target("cuda")
-    funcs = A.prim_funcs(ir.lower_layers(cand, target, root.params).scheduled)
-    name = next(iter(funcs))
-    text = RuleCudaL2Agent(root_params=root.params).kernel_source(funcs[name], name, target)
-    head, body = text.split("{", 1)
-    bad = head + "{\n  if (threadIdx.x == 0) { ((volatile float*)0x8)[0] = 1.0f; }\n" + body
-    out = apply_edit(cand, Edit(level="L2", kind="source", target=name,
-                                payload={"language": "cuda", "text": bad, "entry": f"{name}_kernel"}),
-                     workdir=tmp_path, root_params=root.params)
-    assert out.error is None, out.error
-    res = ev.evaluate(task, out.candidate)
+    res = ev.evaluate(task, _l2_cuda(task, tmp_path, fault))
     assert not res.correct and res.error_kind == "gpu_fault", (res.error_kind, res.error)
     again = ev.evaluate(task)
     assert again.correct, again.error
