@@ -192,10 +192,10 @@ def time_step(st: Any) -> bool:
     dev = st.runner.dev
     flusher = A.L2Flusher(dev)
     base = baseline_timer(job["baseline"], task=st.task, root=st.root, target=st.target,
-                                     inputs=st.inputs_by_seed[0], model=st.model, ms_dir=job.get("ms_dir"),
-                                     cache_dir=job.get("cache_dir"),
-                                     runner=st.base_prep.result() if st.base_prep is not None else None,
-                                     flusher=flusher, torch_call=st.torch_call)
+                          inputs=st.inputs_by_seed[0], model=st.model, ms_dir=job.get("ms_dir"),
+                          cache_dir=job.get("cache_dir"),
+                          runner=st.base_prep.result() if st.base_prep is not None else None,
+                          flusher=flusher, torch_call=st.torch_call)
     cand = tvm_gpu_timer(st.runner, st.runner.to_device(st.inputs_by_seed[0]), flusher)
     tm = timing.paired_timing(cand, base, cfg)
     st.dmem.sample()

@@ -108,6 +108,14 @@ def _refs_child(job: dict[str, Any], seeds: list[int], refs_dir: str) -> None:
 USS_EVERY_S = 1.0
 
 
+def _at_most_every(cache: dict[str, float], read) -> int:
+    """`read()`, or its value from `cache` when that is under USS_EVERY_S old."""
+    now = time.perf_counter()
+    if now - cache.get("t", -1e9) >= USS_EVERY_S:
+        cache["t"], cache["v"] = now, read()
+    return int(cache["v"])
+
+
 def _tree_rss(proc: psutil.Process, cache: dict[str, float] | None = None) -> int:
     """The evaluation's resident memory: the child's RSS plus what each descendant holds alone (USS).
     Its sandboxed workers are forks of it: their RSS would count the pages they share with it again.
@@ -116,13 +124,11 @@ def _tree_rss(proc: psutil.Process, cache: dict[str, float] | None = None) -> in
         total = proc.memory_info().rss
     except psutil.Error:
         return 0
-    now = time.perf_counter()
-    if cache is not None and now - cache.get("t", -1e9) < USS_EVERY_S:
-        return total + int(cache.get("uss", 0))
-    uss = sum(_unique_bytes(p) for p in proc.children(recursive=True))
-    if cache is not None:
-        cache["t"], cache["uss"] = now, uss
-    return total + uss
+
+    def uss() -> int:
+        return sum(_unique_bytes(p) for p in proc.children(recursive=True))
+
+    return total + (uss() if cache is None else _at_most_every(cache, uss))
 
 
 def _unique_bytes(proc: psutil.Process) -> int:
@@ -222,10 +228,7 @@ class LocalFuture:
                 try:
                     rss = _tree_rss(ps, uss)
                     if self.refs_proc is not None and self.refs_proc.is_alive():
-                        if time.perf_counter() - refs_uss.get("t", -1e9) >= USS_EVERY_S:
-                            refs_uss["t"] = time.perf_counter()
-                            refs_uss["uss"] = _unique_bytes(psutil.Process(self.refs_proc.pid))
-                        rss += int(refs_uss["uss"])
+                        rss += _at_most_every(refs_uss, lambda: _unique_bytes(psutil.Process(self.refs_proc.pid)))
                 except psutil.Error:
                     rss = 0
                 peak = max(peak, rss)

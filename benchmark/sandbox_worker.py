@@ -17,7 +17,7 @@ import numpy as np
 import numpy.ctypeslib  # noqa: F401 - loaded before a worker's root is emptied (its Python loops use it)
 
 from benchmark import proc
-from benchmark.sandbox_wire import _LIBC, RECORD, Served, _recv, _send
+from benchmark.sandbox_wire import _LIBC, RECORD, Served, _recv, _send, dtype_code
 
 try:  # loaded here, in the judge (and the forkserver that preloads it), not in every worker
     import pyseccomp as _seccomp_lib
@@ -156,8 +156,6 @@ DEVICE_ENV_PREFIXES = ("CUDA", "NVIDIA", "OCL_", "OPENCL", "POCL_", "TVM_")
 def _records(arrays: list[np.ndarray], results: np.ndarray, keep: list) -> int:
     """Host arrays as RECORD-int64 records (address, bytes, dtype, ndim, dims) in `results`; the arrays
     stay alive in `keep` until the next fetch, for the judge to read."""
-    from benchmark.sandbox_wire import dtype_code
-
     keep.clear()
     flat: list[int] = []
     for a in arrays:

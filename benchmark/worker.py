@@ -125,7 +125,7 @@ def prepare(st: JobState) -> bool:
     res.task = task.id
     st.atol, st.rtol = job.get("atol", task.atol), job.get("rtol", task.rtol)
     try:
-        forks_device = get_backend(st.backend).gpu and cfg.get("sandbox", True)  # import in a child (roots.py)
+        forks_device = isolated.on_device(st) and cfg.get("sandbox", True)  # import in a child (roots.py)
         st.root = load_root(task, job.get("cache_dir"), in_child=forks_device)
     except A.ImportFailure as e:
         _err(res, "import", str(e))
@@ -180,11 +180,12 @@ def build(st: JobState) -> bool:
         if found:
             _err(res, "illegal_source", l2_guard.describe(found))
             return False
+    device_worker = st.sandboxed and isolated.on_device(st)  # the device is the worker's, never the judge's
     if job.get("time") and job.get("baseline") in ("untuned", "tuned") and cfg.get("overlap_baseline_build", True):
         st.base_prep = _Background(lambda: baselines.prebuild(
             job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
             ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True),
-            memory_cfg=st.plan.memory_cfg, executable_only=st.sandboxed and isolated.on_device(st)))
+            memory_cfg=st.plan.memory_cfg, executable_only=device_worker))
     t0 = time.perf_counter()
     try:
         # kernels compiled by earlier evaluations are loaded, not rebuilt; an export needs one
@@ -208,7 +209,6 @@ def build(st: JobState) -> bool:
     res.planned_memory_bytes = A.planned_memory_bytes(st.built.lowered, st.target)
     if st.base_prep is not None:
         st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
-    device_worker = st.sandboxed and isolated.on_device(st)  # the device is the worker's, never the judge's
     if st.gpu:
         _hold_gpu(st, None if device_worker else A.device_for(st.backend))
     if not device_worker:

@@ -128,9 +128,9 @@ def run_prim_func(rt_mod, arrays: Sequence[np.ndarray], name: str = "main", numb
 
 
 def cuda_runtime_setup() -> None:
-    """Before running CUDA modules: TVM keeps CUDA C and compiles it at load through the global
-    `tvm_callback_cuda_compile` (registered by tvm.support.nvcc); prefer nvcc when it is on PATH,
-    else NVRTC (needs the cuda-python bindings)."""
+    """Before building CUDA modules: TVM's CUDA codegen compiles the CUDA C it generates through the
+    global `tvm_callback_cuda_compile` (registered by tvm.support.nvcc); prefer nvcc when it is on
+    PATH, else NVRTC (needs the cuda-python bindings)."""
     import shutil
 
     if shutil.which("nvcc"):
@@ -221,9 +221,9 @@ def device_sandbox_runner(ex, backend: str, buf, starts: Sequence[int], specs: S
                           n_slots: int, cache_dir: str | None = None) -> dict[str, Any]:
     """What a sandboxed worker serves on a device backend (benchmark/sandbox_wire.py `DeviceServe`).
     Made in the worker before its filter closes: the device is initialised here (the judge that forked
-    the worker never touches it), the module loaded (TVM compiles CUDA C with nvcc at load), `n_slots`
-    argument sets allocated, and every kernel run once on zeros (OpenCL builds its programs at their
-    first launch: PoCL with files and a linker)."""
+    the worker never touches it), the module loaded onto it, `n_slots` argument sets allocated, and every
+    kernel run once on zeros (OpenCL builds its programs at their first launch: PoCL with files and a
+    linker)."""
     from leka.backends import get_backend
     from leka.tvm_adapter.targets import device_for
 
@@ -233,10 +233,8 @@ def device_sandbox_runner(ex, backend: str, buf, starts: Sequence[int], specs: S
     runner = VMRunner(ex, dev)
     shapes = [(tuple(int(x) for x in shape), str(dtype)) for shape, dtype in specs]
     slots = [[tvm.runtime.empty(shape, dtype, dev) for shape, dtype in shapes] for _ in range(max(1, n_slots))]
-    zeros = [np.zeros(shape, dtype=dtype) for shape, dtype in shapes]
-    for args in slots:
-        for t, z in zip(args, zeros, strict=True):
-            t.copyfrom(z)
+    for t, (shape, dtype) in zip(slots[0], shapes, strict=True):  # the warm-up's inputs; the others are
+        t.copyfrom(np.zeros(shape, dtype=dtype))  # uploaded before any call reads them
     # the warm-up, every path once (programs built, the allocator's first buffers, the driver's
     # staging for copies both ways), so nothing after the filter needs a file, a thread or new code
     for o in flatten_outputs(runner.vm["main"](*slots[0])):
@@ -249,14 +247,13 @@ def device_sandbox_runner(ex, backend: str, buf, starts: Sequence[int], specs: S
     dev.sync()
     held: list[Any] = [None]
     k = len(shapes)
+    counts = [int(np.prod(shape, dtype=np.int64)) for shape, _ in shapes]
 
     def upload(offsets: np.ndarray, n: int) -> None:
         for s in range(int(n)):
             for i, (shape, dtype) in enumerate(shapes):
-                count = int(np.prod(shape, dtype=np.int64))
-                off = int(offsets[s * k + i])
-                window = np.frombuffer(buf, dtype=dtype, count=count, offset=int(starts[i]) + off).reshape(shape)
-                slots[s][i].copyfrom(window)
+                at = int(starts[i]) + int(offsets[s * k + i])
+                slots[s][i].copyfrom(np.frombuffer(buf, dtype=dtype, count=counts[i], offset=at).reshape(shape))
         dev.sync()
 
     def run(n: int, slots_addr: int) -> int:
