@@ -14,6 +14,19 @@ import pytest
 
 _MARK = f"{os.getpid()}-{time.time_ns()}"
 os.environ["LEKA_TEST_SESSION"] = _MARK
+# pid -> the test during which it was first seen as our descendant: a leftover is named by its test
+_SEEN: dict[int, str] = {}
+# the leak report, printed again at unconfigure: CI shows only the tail, after the summary line
+_REPORT: list[str] = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    try:
+        for p in psutil.Process().children(recursive=True):
+            _SEEN.setdefault(p.pid, item.nodeid)
+    except psutil.Error:
+        pass
 
 
 def _ours() -> dict[int, psutil.Process]:
@@ -61,14 +74,24 @@ def pytest_sessionfinish(session, exitstatus):
     lines = []
     for p in left.values():
         try:
-            lines.append(f"  {p.pid} {' '.join(p.cmdline())[:160]}")
+            age = time.time() - p.create_time()
+            lines.append(f"  {p.pid} (ppid {p.ppid()}, {age:.0f} s old, started during "
+                         f"{_SEEN.get(p.pid, 'an unknown test')}): {' '.join(p.cmdline())[:160]}")
         except psutil.Error:
             pass
-    print("\nprocesses this test session started are still running 10 s after it ended (issue 26):\n"
-          + "\n".join(lines))
+    _REPORT.append("processes this test session started are still running 10 s after it ended "
+                   "(issue 26):\n" + "\n".join(lines))
+    print("\n" + _REPORT[-1])
     for p in left.values():  # ours by descent or by this session's mark
         try:
             p.kill()
         except psutil.Error:
             pass
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config):
+    if _REPORT:
+        import sys
+
+        print("\n" + "\n".join(_REPORT), file=sys.stderr)
