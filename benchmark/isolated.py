@@ -22,6 +22,7 @@ import math
 import random
 import re
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -289,7 +290,6 @@ def compare_remote(w: sandbox.SandboxWorker, call: list[sandbox.Out], refs: list
 
 def check(st: Any) -> bool:
     """Seed by seed through the candidate's worker (see the module docstring)."""
-    import time
 
     res, t0 = st.res, time.perf_counter()
     w, pool, make = st.workers["candidate"], st.pool, _make(st)
@@ -359,6 +359,9 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
     atol, rtol = 2 * st.atol, 2 * st.rtol
     guard = bool(st.cfg.get("process_check", True))
     rng = random.Random(SYSRAND.getrandbits(64))
+    # evaluator.timing_diag: each request as [arm, calls, judge's s, worker's own s, fill s, timed], to
+    # split a request's time into the worker's compute and the rest (the worker's clock is no verdict)
+    diag = st.res.extra.setdefault("timing_diag", []) if st.cfg.get("timing_diag") else None
 
     def arm(me: sandbox.SandboxWorker, other: sandbox.SandboxWorker, role: str) -> timing.Timer:
         calibrated = [False]
@@ -382,11 +385,15 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
             n = max(1, min(int(number), st.max_calls))
             if n > 1 and draw:  # drawn per sample: a kernel cannot count its way to the checked call
                 n = rng.randint(max(1, (3 * n + 3) // 4), n)
+            t_fill = time.perf_counter()
             pool.fill(make, rng.randrange(10**6, 2**31 - 10**5), slack_seed=rng.randrange(10**6, 2**31 - 10**5))
+            t_fill = time.perf_counter() - t_fill
             per_input = [rng.sample(range(pool.positions), n) for _ in pool.specs]
             first = rng.randrange(pool.sets)  # call c reads copy first + c: consecutive calls, other bytes
             rows = [[pool.offset(i, first + c, per_input[i][c]) for i in range(len(pool.specs))] for c in range(n)]
             calls = me.run(rows)
+            if diag is not None:
+                diag.append([role[0], n, calls.seconds, me.worker_s, t_fill, draw])
             if guard:
                 changed = me.state()  # untimed, after the request; both arms alike
                 if changed and role == "candidate":

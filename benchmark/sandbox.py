@@ -252,6 +252,8 @@ class SandboxWorker:
         self.threads = 0  # threads the worker had when its filter closed (its own report)
         self.device = False  # a device worker (CUDA, OpenCL): calls on uploaded slots (Served.device)
         self._stopped = True
+        # the worker's own clock around its last request's calls (untrusted, evaluator.timing_diag only)
+        self.worker_s: float | None = None
 
     # the worker runs only while it serves a request: stopped before and after
     def _cont(self) -> None:
@@ -337,6 +339,8 @@ class SandboxWorker:
                 raise WorkerDied(f"an answer out of protocol ({reply.get('calls')!r} calls of {len(offsets)})")
             return Calls(outputs=_Fetched(self, len(offsets)), seconds=t)
         reply, t = self._ask({"op": "run", "n": len(offsets)})
+        ns = reply.get("ns")
+        self.worker_s = ns / 1e9 if isinstance(ns, int) and ns >= 0 else None
         raw = self._records(reply, RECORD * self.n_outputs * len(offsets) + RECORD)
         n_out = self.n_outputs
         if len(raw) != RECORD * n_out * len(offsets):

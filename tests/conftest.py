@@ -64,7 +64,7 @@ def pytest_sessionfinish(session, exitstatus):
     stop = getattr(resource_tracker._resource_tracker, "_stop", None)
     if stop is not None:
         stop()
-    end = time.time() + 10
+    end = time.time() + 30  # a process that exits on its own within this is not left behind
     left = _ours()
     while left and time.time() < end:
         time.sleep(0.25)
@@ -79,7 +79,7 @@ def pytest_sessionfinish(session, exitstatus):
                          f"{_SEEN.get(p.pid, 'an unknown test')}): {' '.join(p.cmdline())[:160]}")
         except psutil.Error:
             pass
-    _REPORT.append("processes this test session started are still running 10 s after it ended "
+    _REPORT.append("processes this test session started are still running 30 s after it ended "
                    "(issue 26):\n" + "\n".join(lines))
     print("\n" + _REPORT[-1])
     for p in left.values():  # ours by descent or by this session's mark

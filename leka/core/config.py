@@ -79,6 +79,9 @@ class EvaluatorConfig(_Section):
     sandbox_input_sets: int = Field(2, ge=1)  # copies of each input in the pool: consecutive calls read other bytes
     sandbox_output_mib: int = Field(64, ge=1)  # outputs one timing request may hold (bounds its calls)
     sandbox_device_mib: int = Field(512, ge=1)  # a device worker's slots (inputs + outputs per call; at most 256)
+    # diagnostics: every sandboxed timing request's split (the judge's clock, the worker's own, the pool
+    # refill) in EvalResult.extra["timing_diag"] (experiments/bench_sandbox_split.py)
+    timing_diag: bool = False
 
     @model_validator(mode="before")
     @classmethod
