@@ -6,7 +6,7 @@ editable) into a fresh venv; the project's own venv lends its dependencies throu
 so only what the wheel carries can be found: the prompt templates (`prompts`, package data), the
 demo's task, the suite, the tree view, the Claude Code contract. `leka demo`, a `--policy llm` run
 and `leka oneshot` go through the installed `leka` script against tests/fake_llm_server.py.
-Default tier: ~1.5-2 min on 2 cores (the demo's budget is 20 s; most of the rest is evaluations).
+Default tier: ~1.5-2 min on 2 cores (the demo gets 10 s of budget; most of the rest is evaluations).
 """
 
 from __future__ import annotations
@@ -43,13 +43,9 @@ def venv(tmp_path_factory) -> Path:
     """A fresh venv with the wheel of the working tree's tracked files installed."""
     base = tmp_path_factory.mktemp("install")
     src = base / "src"
-    # the working tree's files that git tracks or would (not ignored): what a clone would build, nothing
-    # stale (setuptools' build/ folder would otherwise carry files the repository no longer has)
-    listed = _sh("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT).split("\0")
-    for rel in filter(None, listed):
-        if (ROOT / rel).is_file():
-            (src / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, src / rel)
+    for rel in _source_files():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, src / rel)
     # this venv's setuptools builds it where it has one (no index needed); else pip fetches setuptools
     isolation = ["--no-build-isolation"] if _importable("setuptools") else []
     _sh(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, "-w", base / "wheel", src, cwd=base)
@@ -65,6 +61,22 @@ def venv(tmp_path_factory) -> Path:
     deps = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     (purelib / "project_deps.pth").write_text("\n".join(deps) + "\n")
     return env_dir
+
+
+def _source_files() -> list[str]:
+    """The working tree's files that git tracks or would (not ignored): what a clone would build, and
+    nothing stale (setuptools' build/ folder would otherwise carry files the repository no longer has).
+    Outside a git checkout: the files of what the wheel is made from, minus build outputs."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+        listed = list(filter(None, out.split("\0")))
+    except (OSError, subprocess.CalledProcessError):
+        tops = ("leka", "agents", "benchmark", "candidate_tree", "profilers", "prompts")
+        listed = ["pyproject.toml", "README.md"] + [
+            str(p.relative_to(ROOT)) for t in tops for p in (ROOT / t).rglob("*")
+            if "__pycache__" not in p.parts and p.suffix not in (".pyc", ".so", ".o")]
+    return [rel for rel in listed if (ROOT / rel).is_file()]
 
 
 def _importable(name: str) -> bool:
@@ -100,7 +112,8 @@ def test_installed_package_has_its_data(venv, work):
     probe = """
 import json, sys
 import benchmark, leka, prompts
-from benchmark.task import resolve
+from benchmark.subsets import load_subset
+from benchmark.task import resolve, select
 from candidate_tree.export import TEMPLATE
 from leka.arms.workspace import CONTRACT
 from leka.llm.prompting import PROMPTS_DIR, TEMPLATES, render
@@ -108,6 +121,7 @@ print(json.dumps({"leka": leka.__file__, "prompts": str(PROMPTS_DIR), "benchmark
                   "templates": sorted(p.name for p in PROMPTS_DIR.glob("*.j2")),
                   "wanted": sorted(set(TEMPLATES.values())), "view": TEMPLATE.is_file(),
                   "contract": CONTRACT.is_file(), "task": str(resolve("l1_gelu_tanh").path),
+                  "suite": len(select()), "subset": len(load_subset("subset69", "llvm")),
                   "system": render("system.j2", role="the L0 agent", backend="llvm", proposes=True,
                                    tool_name="propose_edits"),
                   "path": sys.path}))
@@ -120,11 +134,12 @@ print(json.dumps({"leka": leka.__file__, "prompts": str(PROMPTS_DIR), "benchmark
     assert [p for p in got["path"] if p.startswith(str(ROOT)) and p not in deps] == [], got["path"]
     assert set(got["wanted"]) <= set(got["templates"]), got
     assert got["view"] and got["contract"]
+    assert got["suite"] == 186 and got["subset"] == 23  # the whole suite and subset69 (README)
     assert "the L0 agent" in got["system"]
 
 
 def test_demo_from_a_wheel(venv, work):
-    r = leka(venv, work, "demo", "--budget", "20s")
+    r = leka(venv, work, "demo", "--budget", "10s")
     assert r.returncode == 0, r.stderr[-3000:]
     d = work / "runs" / "demo"
     runs = [p for p in d.iterdir() if p.is_dir()] if d.is_dir() else []
