@@ -1,5 +1,5 @@
 """The rule-based L2 agent on CUDA: mechanical edits of a generated kernel's CUDA C, spliced back
-in at compile time (leka/l2.py). Each keeps the kernel's meaning; the evaluator's checks decide.
+in at compile time (leka/ir/l2.py). Each keeps the kernel's meaning; the evaluator's checks decide.
 
 - unroll: `#pragma unroll` before every loop of constant trip count (nvcc unrolls only some).
 - fast intrinsics: expf/logf/powf/sinf/cosf -> __expf/__logf/__powf/__sinf/__cosf (the SFU's

@@ -27,7 +27,8 @@ class Evaluator:
                  baseline: BaselineConfig | None = None, cache_dir: str | None = None,
                  runner: Runner | None = None, device: DeviceConfig | None = None):
         self.cfg = cfg or EvaluatorConfig()
-        # where jobs run: a forked local child by default; an RPC device's runner takes the same jobs
+        # where jobs run: a forked local child unless a runner is passed in (a remote device's jobs too:
+        # see self.device)
         self.runner: Runner = runner or LocalRunner(self.cfg.timeout_s, self.cfg.memory_cap_gb, self.cfg.measure_slots)
         # None: this machine; else the remote device's config, handed to the child as a dict (the child
         # then runs benchmark/rpc_runner.py: build here, check and time on the board)

@@ -1,5 +1,5 @@
 """Where an evaluation job runs, in the manner of MetaSchedule's builder / runner split
-(`Runner.run(inputs) -> futures`, `future.done()`, `future.result()`).
+(`Runner.submit(job) -> EvalFuture`, `future.done()`, `future.result()`).
 
 A job is the JSON-able dict `Evaluator` makes (task path, candidate, evaluator config, baseline, ...);
 running it means the steps of benchmark/worker.py (prepare -> build -> check -> profile/export ->
@@ -12,9 +12,13 @@ a runner never raises for a candidate's fault.
   child from the same forkserver computes the PyTorch references into a folder (benchmark/refs.py),
   which the first reads memory-mapped seed by seed; the cap covers both. Without a configured cap
   the child's derived one (benchmark/memory.py) replaces this machine's share once it is known.
-- An RPC runner (a device reached through TVM RPC, e.g. an OpenCL board) implements the same
-  `Runner` protocol: `submit(job)` returns an `EvalFuture`; the steps it runs remotely are the
-  worker's, with the build on the host. The backend that needs it provides it.
+- A board behind the TVM RPC tracker (`device.url = rpc://...`, e.g. an OpenCL board) has no runner
+  of its own: the job goes to `LocalRunner` like any other, and its child runs
+  `benchmark.rpc_runner.run_remote_job` instead of the worker's steps (build and reference here, check
+  and timing on the board), under the same timeout and memory cap.
+
+`Runner` is the protocol `Evaluator` takes (`Evaluator(runner=...)`); `LocalRunner` is its one
+implementation here.
 
 No tvm import here.
 """

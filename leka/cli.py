@@ -141,11 +141,12 @@ def claude_code_cmd(
 @app.command("demo")
 def demo_cmd(budget: str = typer.Option("2m", "--budget")) -> None:
     """The README's first command: optimise the embedded MobileNetV2 block for a short budget."""
-    from pathlib import Path
+    from importlib import resources
 
     from leka.run import parse_duration, run
 
-    task = str(Path(__file__).resolve().parents[1] / "benchmark" / "examples" / "mbv2_block.py")
+    # package data of `benchmark`, so the demo finds it in a wheel install too
+    task = str(resources.files("benchmark") / "examples" / "mbv2_block.py")
     run(task, overrides=[f"run.budget_s={parse_duration(budget)}", "run.out=runs/demo"])
 
 

@@ -76,7 +76,8 @@ def test_the_builtin_table():
 
 
 def test_every_layer_covers_the_level_table():
-    """A new level is a spec, an agent and a template: the per-level tables of the other layers follow."""
+    """Each per-level table of the other layers covers the level table: a new level's spec fails here
+    until its handlers, payloads, template, rule agent and router score exist."""
     from agents.hw_sensing import score_levels
     from agents.rules import RULE_AGENTS
     from leka.core.levels import LEVEL_SPECS

@@ -2,10 +2,12 @@
 tree view and the evidence the router reads for it.
 
 The other layers key their own per-level parts by these names and tests check they cover the table:
-the edit handlers (`leka.ir.edits._HANDLERS`, by (level, kind)), the rule agents
-(`agents.rules.RULE_AGENTS`), the prompt templates (`prompts/<template>`), the router's scores
-(`agents.hw_sensing.score_levels`) and the loop's nodes (`leka.loop.graph`, one node per level). A new
-level is a spec here, an agent and a template.
+the edit handlers (`leka.ir.edits._HANDLERS`, by (level, kind)), the edit payloads the model is shown
+(`leka.llm.prompting.EDIT_KINDS`), the rule agents (`agents.rules.RULE_AGENTS`), the prompt templates
+(`prompts/<template>`) and the router's scores (`agents.hw_sensing.score_levels`); the loop's nodes
+(`leka.loop.graph`, one node per level) are made from the table. A new level is its name in
+`leka.core.types.LEVELS`, a spec here and its entry in each of those tables, with the code behind it
+(handlers, an agent, a template, a score); tests/test_architecture.py fails until each covers it.
 """
 
 from __future__ import annotations

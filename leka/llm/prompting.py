@@ -1,6 +1,6 @@
 """Prompt rendering and the edit schema the agents hand to the model.
 
-Templates live in the repo's `prompts/` folder, one per agent, rendered with StrictUndefined so a
+Templates live in the top-level `prompts/` folder, one per agent, rendered with StrictUndefined so a
 missing view is an error at render time, never a silently empty prompt. The schema exists twice,
 from one table (`EDIT_KINDS`): as a JSON schema for the `propose_edits` tool, and as text in the
 prompt (`{% include "_edit_schema.j2" %}`) for servers without tool calls.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from leka.core.levels import LEVEL_SPECS
 from leka.ir import sched
 from leka.tvm_adapter.l0_passes import L0_PASSES as L0_PASS_REGISTRY
 
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+# `prompts` is a package of the distribution with the templates as its data (pyproject.toml), so a wheel
+# install finds them beside `leka`, as a checkout or an editable install does: never a path from this file
+PROMPTS_DIR = Path(str(resources.files("prompts")))
 
 TEMPLATES = {**{lv: spec.template for lv, spec in LEVEL_SPECS.items()}, "oneshot": "oneshot.j2",
              "router": "hw_sensing.j2"}
