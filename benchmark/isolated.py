@@ -19,6 +19,7 @@ No tvm import here.
 from __future__ import annotations
 
 import math
+import os
 import random
 import re
 import sys
@@ -352,6 +353,24 @@ def profile(st: Any) -> dict:
     return rep.model_dump(mode="json")
 
 
+def _faults(pid: int) -> list[int] | None:
+    """The worker's minor and major page faults so far (diagnostics: /proc, read by the judge)."""
+    try:
+        f = open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()
+        return [int(f[7]), int(f[9])]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _cpus(pid: int) -> list[int] | None:
+    """The CPU each of the worker's threads last ran on (diagnostics)."""
+    try:
+        return [int(open(f"/proc/{pid}/task/{t}/stat").read().rpartition(")")[2].split()[36])
+                for t in sorted(os.listdir(f"/proc/{pid}/task"))]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
     """The two arms' Timers (see the module docstring)."""
     pool, make, like = st.pool, _make(st), _like(st)
@@ -359,19 +378,25 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
     atol, rtol = 2 * st.atol, 2 * st.rtol
     guard = bool(st.cfg.get("process_check", True))
     rng = random.Random(SYSRAND.getrandbits(64))
-    # evaluator.timing_diag: each request as [arm, calls, judge's s, worker's own s, fill s, timed], to
+    # evaluator.timing_diag: each request as [arm, calls, judge's s, worker's own s, fill s, timed,
+    # [worker's minor, major faults], judge's own CPU s, the CPUs the worker's threads last ran on], to
     # split a request's time into the worker's compute and the rest (the worker's clock is no verdict)
     diag = st.res.extra.setdefault("timing_diag", []) if st.cfg.get("timing_diag") else None
 
     def arm(me: sandbox.SandboxWorker, other: sandbox.SandboxWorker, role: str) -> timing.Timer:
         calibrated = [False]
+        primed = [0]  # the most calls a request of this arm has made
 
         def sample(number: int) -> float:
             if number == 1 and not calibrated[0]:
                 # the warm-up: a request costs ~0.1 ms of its own (signals, the socket), so one call says
                 # little about a call's time; grow the request until it lasts a few ms, as a sample will
                 calibrated[0] = True
-                one(1, draw=False)  # a fresh worker's first call (lazy setup, faults): not a measure
+                t = one(1, draw=False)  # a fresh worker's first call (lazy setup, faults): not a measure
+                if t >= st.cfg.get("sample_s", 0.03):
+                    # a call as long as a sample: one call per request whatever the warm-up says, and
+                    # more calls here would spend the timing budget's pairs (a program of 0.35 s got one)
+                    return t
                 n = 1
                 while True:  # best of two at each size: one slow request must not stop the growth
                     t = min(one(n, draw=False) for _ in range(2))
@@ -383,6 +408,13 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
 
         def one(number: int, draw: bool = True) -> float:
             n = max(1, min(int(number), st.max_calls))
+            if not draw:
+                primed[0] = max(primed[0], n)
+            elif n > primed[0]:
+                # a request of this many calls once, untimed, first: its output buffers (every call's is
+                # held) are allocated and faulted in before a timed request needs them
+                primed[0] = n
+                one(n, draw=False)
             if n > 1 and draw:  # drawn per sample: a kernel cannot count its way to the checked call
                 n = rng.randint(max(1, (3 * n + 3) // 4), n)
             t_fill = time.perf_counter()
@@ -391,9 +423,13 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
             per_input = [rng.sample(range(pool.positions), n) for _ in pool.specs]
             first = rng.randrange(pool.sets)  # call c reads copy first + c: consecutive calls, other bytes
             rows = [[pool.offset(i, first + c, per_input[i][c]) for i in range(len(pool.specs))] for c in range(n)]
+            f0, p0 = (_faults(me.pid), time.process_time()) if diag is not None else (None, 0.0)
             calls = me.run(rows)
             if diag is not None:
-                diag.append([role[0], n, calls.seconds, me.worker_s, t_fill, draw])
+                f1, judge_cpu = _faults(me.pid), time.process_time() - p0
+                diag.append([role[0], n, calls.seconds, me.worker_s, t_fill, draw,
+                             [b - a for a, b in zip(f0, f1, strict=True)] if f0 and f1 else None, judge_cpu,
+                             _cpus(me.pid)])
             if guard:
                 changed = me.state()  # untimed, after the request; both arms alike
                 if changed and role == "candidate":
@@ -414,13 +450,22 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
 
 
 def time_step(st: Any) -> bool:
+    import torch
+
     res, cfg = st.res, st.cfg
     cand, base = timers(st)
+    # the judge makes each request's inputs (Pool.fill, the task's torch code) on one thread: with two,
+    # libgomp's second thread spins after every parallel region (GOMP_SPINCOUNT), on a core the worker's
+    # request is being timed on, and the worker's two threads then share one core for milliseconds
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     try:
         tm = timing.judged_pairs(cand, base, cfg, res)
     except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
         res.correct = False
         return _fail(st, e, "timing")
+    finally:
+        torch.set_num_threads(threads)
     if tm is None:
         return False
     timing.record(res, tm)

@@ -194,17 +194,24 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
     target = float(cfg.get("ci_width", 0.0) or 0.0)
     min_pairs = int(cfg.get("min_pairs", 3))
 
-    def one(t: Timer, n: int, r: int) -> float:
-        return min(t.sample(n) for _ in range(r))
+    def pair(first: tuple[Timer, int, int], second: tuple[Timer, int, int]) -> tuple[float, float]:
+        """Each arm's sample is the best of its repetitions, and the repetitions alternate (A B A B A B):
+        every run then follows a run of the other arm, so the cost of switching (caches, the other
+        worker's state, a core waking up) and any drift within the pair fall on both alike. Runs of
+        one arm back to back would leave the first of them cold and the others warm."""
+        best = [math.inf, math.inf]
+        for k in range(max(first[2], second[2])):
+            for j, (t, n, r) in enumerate((first, second)):
+                if k < r:
+                    best[j] = min(best[j], t.sample(n))
+        return best[0], best[1]
 
     tcs, tbs = [], []
     for i in range(pairs):
         if i % 2 == 0:
-            tc = one(cand, nc, rc)
-            tb = one(base, nb, rb)
+            tc, tb = pair((cand, nc, rc), (base, nb, rb))
         else:
-            tb = one(base, nb, rb)
-            tc = one(cand, nc, rc)
+            tb, tc = pair((base, nb, rb), (cand, nc, rc))
         tcs.append(tc)
         tbs.append(tb)
         if target and i + 1 >= min_pairs and i + 1 < pairs:

@@ -3,7 +3,8 @@ untuned TVM, the same program on both arms) with `evaluator.timing_diag` on, eac
 into the worker's own clock around its calls and the rest of the judge's clock (signals, the socket,
 waking the worker's threads). Per task: the A/A speedup the judge reported, the A/A ratio of the
 medians by either clock, the spread (IQR / median of per-call times) of each arm by either clock, and
-the request overhead. The worker's clock is a diagnostic only: the candidate controls that process.
+the request overhead, the judge's own CPU time during a request and the worker's page faults in one.
+The worker's clock is a diagnostic only: the candidate controls that process.
 
     PYTHONPATH=. .venv/bin/python experiments/bench_sandbox_split.py [--tasks a,b] [--rounds 1]
         [--set evaluator.key=value ...]
@@ -48,6 +49,9 @@ def split(diag: list[list]) -> dict[str, float]:
         out[arm + "_over_us"] = statistics.median((r[2] - r[3]) * 1e6 for r in rows)
         out[arm + "_fill_ms"] = statistics.median(r[4] * 1e3 for r in rows)
         out[arm + "_requests"] = len(rows)
+        # the judge's own CPU time during the request: near zero unless a thread of its spins meanwhile
+        out[arm + "_judge_cpu_ms"] = statistics.median(r[7] * 1e3 for r in rows)
+        out[arm + "_faults"] = statistics.median((r[6] or [0])[0] for r in rows)
     return out
 
 
@@ -70,14 +74,15 @@ def main() -> None:
     cache = tempfile.mkdtemp(prefix="leka-split-")
     ev = Evaluator(cfg, "llvm", cache_dir=cache)
     print(f"{'task':32s} {'A/A':>6} {'judge':>6} {'worker':>6} {'t_call':>8} {'j.spr c/b':>11} {'w.spr c/b':>11} "
-          f"{'over us':>8} {'fill ms':>7} {'req':>4}")
+          f"{'over us':>8} {'fill ms':>7} {'req':>4} {'j.cpu ms':>8} {'faults':>6}")
     rows = []
     for tid in ids:
         task = resolve(tid)
         for _ in range(a.rounds):
             r = ev.evaluate(task, None)
             s = split(r.extra.get("timing_diag", []))
-            row = {"task": tid, "speedup": r.speedup, "error": r.error_kind, **s}
+            row = {"task": tid, "speedup": r.speedup, "error": r.error_kind, **s,
+                   "raw": r.extra.get("timing_diag", [])}
             rows.append(row)
             if not s:
                 print(f"{tid:32s} {r.speedup or 0:6.3f} no split ({r.error_kind}: {(r.error or '')[:80]})")
@@ -86,7 +91,8 @@ def main() -> None:
                   f"{s['b_worker'] / s['c_worker']:6.3f} {s['c_judge'] * 1e6:7.0f}u "
                   f"{s['c_judge_spread']:5.3f}/{s['b_judge_spread']:5.3f} "
                   f"{s['c_worker_spread']:5.3f}/{s['b_worker_spread']:5.3f} "
-                  f"{s['c_over_us']:8.0f} {s['c_fill_ms']:7.2f} {s['c_requests']:4d}"
+                  f"{s['c_over_us']:8.0f} {s['c_fill_ms']:7.2f} {s['c_requests']:4d} {s['c_judge_cpu_ms']:8.2f} "
+                  f"{s['c_faults']:6.0f}"
                   + (f"  {r.error_kind}" if r.error_kind else ""), flush=True)
     ok = sum(1 for r in rows if r["speedup"] and 0.97 <= r["speedup"] <= 1.03)
     okw = sum(1 for r in rows if r.get("c_worker") and 0.97 <= r["b_worker"] / r["c_worker"] <= 1.03)

@@ -349,3 +349,21 @@ def test_root_import_in_a_child_process(tmp_path):
                    .replace("return torch.relu(x) * self.w + x", "raise RuntimeError('no export for you')"))
     with pytest.raises(A.ImportFailure, match="no export for you"):
         load_root(load_task_file(bad), tmp_path / "c", in_child=True)
+
+
+def test_timed_requests_never_outgrow_an_untimed_one(task, root, tmp_path):
+    # every call's output is held until the next request, so a request with more calls than any before
+    # allocates and faults in new buffers while it is timed; an untimed request of that size runs first
+    res = _ev(tmp_path, timing_diag=True).evaluate(task, _cand(task, root, HONEST, "sb_primed"))
+    assert res.correct, (res.error_kind, res.error)
+    rows = res.extra["timing_diag"]
+    assert any(r[5] for r in rows) and any(not r[5] for r in rows), rows
+    for arm in "cb":
+        most = 0
+        for r in (r for r in rows if r[0] == arm):
+            if r[5]:
+                assert r[1] <= most, (arm, r[1], most)
+            else:
+                most = max(most, r[1])
+    # the split itself: the worker's own clock inside the judge's, the judge idle meanwhile
+    assert all(r[3] is not None and 0 < r[3] <= r[2] for r in rows), rows[:3]

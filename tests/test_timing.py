@@ -173,3 +173,22 @@ def test_hold_for_keeps_the_buffer_period_off_the_set_period():
 
 
 # the plan and the stopping rule (synthetic timers, no kernel): tests/test_stats.py
+
+
+def test_repetitions_of_a_pair_alternate_between_the_arms():
+    # every timed run follows a run of the other arm (A B A B A B, then B A B A B A): runs of one arm back
+    # to back left the first cold and the rest warm, which read as a few percent between two copies of
+    # one program in the sandboxed A-vs-A
+    order: list[str] = []
+
+    def arm(name: str, seconds: float) -> timing.Timer:
+        def sample(n: int) -> float:
+            order.append(name)
+            return seconds
+        return timing.Timer(sample, name)
+
+    cfg = EvaluatorConfig(warmup=1, sample_s=0.03, sample_repeats=3, min_pairs=2, max_pairs=2,
+                          timing_budget_s=10.0, ci_width=0.0).model_dump()
+    tm = timing.paired_timing(arm("c", 1e-3), arm("b", 1e-3), cfg, probe_load=False)
+    assert tm["pairs"] == 2 and tm["repeats"] == [3, 3]
+    assert "".join(order[2:]) == "cbcbcb" + "bcbcbc", order  # after the warm-up's c, b
