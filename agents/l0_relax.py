@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from leka import tvm_adapter as A
+from leka.backends import get_backend
 from leka.core.protocols import AgentContext
 from leka.core.types import Edit, edit_digest
 
@@ -76,7 +77,7 @@ def rank_passes(text: str, backend: str = "llvm") -> list[tuple[str, str]]:
         else:
             out.append(("decompose_ops", "batch_norm without a conv to fold into: decompose to mul/add"))
     nchw = [c for c in convs if 'data_layout="NHWC"' not in c]
-    if backend == "llvm" and nchw:
+    if not get_backend(backend).gpu and nchw:  # layout rules for CPU vector units
         if "R.clip" in text:
             out.append(("clip_to_relu_min", "clip (ReLU6) has no layout rule: rewrite before NHWC"))
         if _has_dense_kxk_conv(text):
@@ -129,7 +130,7 @@ class RuleL0Agent:
 
     def propose(self, candidate, context: AgentContext) -> list[Edit]:
         known = self._known_passes()
-        target = A.make_target(self.backend) if self.backend != "llvm" else A.make_target("llvm")
+        target = A.make_target(self.backend)
         edits: list[Edit] = []
         for name, why in rank_passes(candidate.relax_text, self.backend):
             if known and name not in known:

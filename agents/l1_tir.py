@@ -35,6 +35,7 @@ from agents.common import (
 )
 from agents.l1_cuda import cuda_variants
 from leka import tvm_adapter as A
+from leka.backends import get_backend
 from leka.core.protocols import AgentContext
 from leka.core.types import Edit, edit_digest
 from leka.ir.edits import target_for, trace_error
@@ -306,12 +307,12 @@ class RuleL1Agent:
         self._compiling_memo: dict[tuple, list[dict[str, Any]] | None] = {}
 
     def _target(self, context: AgentContext):
-        if self.backend == "llvm":
-            return A.make_target("llvm", num_cores=context.num_cores or None)
-        return A.make_target(self.backend)
+        # a GPU target's spec takes no core count (target_spec ignores it)
+        return A.make_target(self.backend, num_cores=context.num_cores or None)
 
     def raw_variants(self, func, info: KernelInfo, lanes: int) -> list[tuple[str, list[dict[str, Any]] | None]]:
-        return cpu_variants(func, info, lanes) if self.backend == "llvm" else cuda_variants(func, info)
+        # a GPU schedule binds its loops to blocks and threads (leka.backends: Backend.gpu)
+        return cuda_variants(func, info) if get_backend(self.backend).gpu else cpu_variants(func, info, lanes)
 
     def variants_for(self, func, name: str, lanes: int, seed: int = 0) -> list[tuple[str, list[dict[str, Any]]]]:
         """Legal (rationale, trace) pairs for one unscheduled PrimFunc, best guess first."""
@@ -380,7 +381,7 @@ class RuleL1Agent:
 
     def propose(self, candidate, context: AgentContext) -> list[Edit]:
         target = self._target(context)
-        lanes = context.vector_lanes or (A.vector_lanes_fp32(target) if self.backend == "llvm" else 4)
+        lanes = context.vector_lanes or A.vector_lanes_fp32(target)  # 4 on targets that are not LLVM CPUs
         funcs = lowered_funcs(candidate, target, self.root_params)
         keys = {n: A.structural_hash(f) for n, f in funcs.items()}
         scheduled = {n for n, k in keys.items() if k in candidate.l1}

@@ -72,9 +72,8 @@ class TunerL1Agent:
 
     # ------------------------------------------------------------------ the tool
     def _target(self, context: AgentContext):
-        if self.backend == "llvm":
-            return A.make_target("llvm", num_cores=context.num_cores or None)
-        return A.make_target(self.backend)
+        # a GPU target's spec takes no core count (target_spec ignores it)
+        return A.make_target(self.backend, num_cores=context.num_cores or None)
 
     def _result_dir(self, key: str) -> Path:
         return self.work_dir / "ms-l1" / key

@@ -30,6 +30,7 @@ import numpy as np
 
 from agents.common import KernelInfo, analyse, lowered_funcs, rank_kernels
 from leka import tvm_adapter as A
+from leka.backends import get_backend
 from leka.core.protocols import AgentContext
 from leka.core.types import Edit, edit_digest
 
@@ -381,9 +382,9 @@ class RuleL2Agent:
         self.root_params = root_params
 
     def propose(self, candidate, context: AgentContext) -> list[Edit]:
-        if self.backend != "llvm":
-            return []  # GPU backends have their own L2 rules (agents/rules.BACKEND_RULE_AGENTS)
-        target = A.make_target("llvm", num_cores=context.num_cores or None)
+        if "cpp" not in get_backend(self.backend).l2_linked:
+            return []  # these rules write C++ called through call_extern; a GPU backend has its own (Backend.rule_agents)
+        target = A.make_target(self.backend, num_cores=context.num_cores or None)
         lanes = context.vector_lanes or A.vector_lanes_fp32(target)
         funcs = lowered_funcs(candidate, target, self.root_params)
         ranked = rank_kernels(funcs, context.profile)

@@ -19,6 +19,7 @@ from benchmark.task import Task
 from benchmark.timing import Timer, looped_timer, rotating_timer, tvm_timer
 from leka import ir
 from leka import tvm_adapter as A
+from leka.backends import get_backend
 from leka.core.devices import parse_device
 
 BASELINES = ("untuned", "tuned", "torch", "torch_compile", "ort")  # torch_compile: cuda only
@@ -117,9 +118,9 @@ def cached_executable(backend: str, target, mod, cache_dir: str | None = None, e
     baseline's build used to run beside every candidate's build; now its kernels are compiled once
     per machine (mostly by the root's evaluation, whose kernels they are) and loaded afterwards.
     Candidate and baseline then both run kernels from shared libraries, so the A/A check compares
-    like with like. llvm only; `evaluator.baseline_cache=false` (or a module the cache cannot take)
-    builds it with tvm.compile in-process."""
-    if backend != "llvm" or not enabled:
+    like with like. Backends whose record has `kernel_cache` only (llvm); `evaluator.baseline_cache=false`
+    (or a module the cache cannot take) builds it with tvm.compile in-process."""
+    if not get_backend(backend).kernel_cache or not enabled:
         return A.build(mod, target)
     try:
         return A.build_with_kernel_cache(mod, target, str(cache_root(cache_dir) / "kernels"))[0]

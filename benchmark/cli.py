@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from leka.core.cli_options import backend_option
 from leka.core.types import UserError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
@@ -90,7 +91,7 @@ def eval_cmd(
     candidate: Path = typer.Option(None, "--candidate", help="a candidate folder (relax.py, l1/, l2/: "
                                    "leka/ir/files.py), a run folder (its best node), RUN_DIR/nodes/N, a "
                                    "candidate JSON, or lifted-params TVMScript (L0)"),
-    backend: str = typer.Option("llvm", "--backend"),
+    backend: str = backend_option(),
     baseline: str = typer.Option("untuned", "--baseline", help="untuned | tuned | torch | torch_compile (cuda) | ort"),
     trials: int = typer.Option(64, "--trials", help="MetaSchedule trials for --baseline tuned"),
     json_out: Path = typer.Option(None, "--json", help="write the result as JSON here"),
@@ -147,7 +148,7 @@ def eval_cmd(
 def baseline_cmd(
     subset: str = typer.Option(None, "--subset", help="e.g. subset69"),
     task: list[str] = typer.Option([], "--task", help="task id or path (repeatable), instead of --subset"),
-    backend: str = typer.Option("llvm", "--backend"),
+    backend: str = backend_option(),
     trials: int = typer.Option(64, "--trials"),
     cache_dir: str = typer.Option(".leka-cache", "--cache-dir"),
     device: str = typer.Option(None, "--device", help="local | rpc://HOST:PORT/KEY: tune on a board behind "

@@ -10,6 +10,7 @@ import warnings
 import typer
 
 from leka.backends import BackendError, all_backends, get_backend
+from leka.core.cli_options import backend_option
 from leka.core.types import UserError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -34,7 +35,7 @@ def _mount() -> None:
 @app.command("run")
 def run_cmd(
     task: str = typer.Option(None, "--task", help="task id or path of a KernelBench-format file"),
-    backend: str = typer.Option("llvm", "--backend", help="a backend of `leka backends` (llvm, cuda, opencl)"),
+    backend: str = backend_option(),
     device: str = typer.Option(None, "--device", help="local | rpc://HOST:PORT/KEY (a board at a TVM RPC tracker)"),
     budget: str = typer.Option("10m", "--budget", help="wall clock, e.g. 90s, 10m, 1h"),
     policy: str = typer.Option("rules", "--policy", help="rules (offline, default) | llm"),
@@ -78,7 +79,7 @@ def run_cmd(
 def oneshot_cmd(
     task: str = typer.Option(..., "--task", help="task id or path of a KernelBench-format file"),
     model: str = typer.Option(..., "--model", help="openai:M | anthropic:M | compat:URL|M | scripted:F | replay:F"),
-    backend: str = typer.Option("llvm", "--backend", help="a backend of `leka backends` (llvm, cuda, opencl)"),
+    backend: str = backend_option(),
     out: str = typer.Option("runs", "--out", help="folder for run folders"),
     json_out: str = typer.Option(None, "--json", help="also write the result JSON here"),
     config: list[str] = typer.Option([], "--config", help="YAML overlay (repeatable)"),
@@ -113,7 +114,7 @@ app.add_typer(baseline_app, name="baseline", help="Baseline arms run on a task: 
 @baseline_app.command("claude-code")
 def claude_code_cmd(
     task: str = typer.Option(..., "--task", help="task id or path of a KernelBench-format file"),
-    backend: str = typer.Option("llvm", "--backend", help="a backend of `leka backends` (llvm, cuda, opencl)"),
+    backend: str = backend_option(),
     budget: str = typer.Option("90m", "--budget", help="wall clock, e.g. 90m (the paper: 90m Level 1, 155m Levels 2-3)"),
     model: str = typer.Option(..., "--model", help="model name the CLI sends (anthropic:NAME accepted)"),
     out: str = typer.Option("runs", "--out", help="folder for run folders"),

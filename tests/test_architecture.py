@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from leka.backends import _REGISTRY, Backend, backend_names, get_backend, l2_languages, register
+from leka.backends import Backend, L2Language, backend_names, get_backend, l2_languages, register, unregister
 from leka.core.config import load_config
 from leka.core.types import UserError
 
@@ -42,10 +42,10 @@ def test_cli_help_does_not_load_tvm():
 def fake_backend():
     b = register(Backend(
         name="fakegpu", target_spec=lambda **_: {"kind": "fakegpu"}, device="cpu", remote_device="cpu",
-        runs_on=("rpc",), unavailable=lambda: "no fakegpu board is attached", l2_languages={"fakec": "fc"},
+        runs_on=("rpc",), unavailable=lambda: "no fakegpu board is attached", l2=(L2Language("fakec", "fc"),),
         domain="aiot", gpu=True, peaks={"x1": ("fake-board", 10.0, 1.0)}, default_arch="x1"))
     yield b
-    _REGISTRY.pop("fakegpu", None)
+    unregister("fakegpu")
 
 
 def test_a_fourth_backend_is_one_registration(fake_backend):

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from leka.backends import Backend
+from leka.backends import Backend, GuardProfile, L2Language
 
 
 def target_spec(arch: str = "sm_90", **_: Any) -> dict[str, Any]:
@@ -36,8 +36,16 @@ PEAKS = {
     "sm_89": ("nvidia-l4", 30_300.0, 300.0),
 }
 
+CUDA_C = L2Language(
+    "cuda", "cu", kernel_qualifier=r'(?:extern\s+"C"\s+)?__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?',
+    kernel_words='extern "C" __global__',
+    guard=GuardProfile(constant=r"\b__constant__\b", device_state=r"\b__(?:device|managed)__\b",
+                       device_qualifiers=r"\b__(?:device|managed|shared)__\b", device_heap=True),
+)
+
 BACKEND = Backend(
     name="cuda", target_spec=target_spec, device="cuda", remote_device="cuda", runs_on=("gpu", "rpc"),
-    unavailable=unavailable, l2_languages={"cuda": "cu"}, domain="robotics", gpu=True, cuda=True,
-    peaks=PEAKS, default_arch="sm_90",
+    unavailable=unavailable, l2=(CUDA_C,), domain="robotics", gpu=True, cuda=True,
+    source_hook="tvm_callback_cuda_postproc", resources={"CPU": 1.0, "GPU": 1.0},
+    rule_agents={"L2": "agents.l2_cuda:RuleCudaL2Agent"}, peaks=PEAKS, default_arch="sm_90", rank=1,
 )

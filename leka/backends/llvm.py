@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from leka.backends import Backend
+from leka.backends import Backend, L2Language
 
 
 def target_spec(system_cpu: str = "", num_cores: int = 1, target: dict[str, Any] | None = None,
@@ -16,8 +16,16 @@ def target_spec(system_cpu: str = "", num_cores: int = 1, target: dict[str, Any]
     return {"kind": "llvm", "mcpu": system_cpu, "num-cores": num_cores}
 
 
+# LLVM codegen attributes of the whole module a compile_options edit may set: fast-math flags let LLVM
+# contract mul+add into FMAs and reassociate reductions into vector accumulators
+COMPILE_OPTIONS = frozenset({"fast-math", "fast-math-contract", "fast-math-reassoc", "fast-math-nnan",
+                             "fast-math-ninf", "fast-math-nsz", "fast-math-arcp", "opt-level"})
+
 BACKEND = Backend(
     name="llvm", target_spec=target_spec, device="cpu", remote_device="cpu", runs_on=("local", "rpc"),
-    unavailable=lambda: None, l2_languages={"cpp": "cc", "c": "c", "llvm": "ll"},
-    l2_linked=("cpp", "c", "llvm"), domain="mobile",
+    unavailable=lambda: None, domain="mobile", rank=0,
+    l2=(L2Language("cpp", "cc", compiler="c++", file_suffixes=(".cpp", ".cc")),
+        L2Language("c", "c", compiler="c", file_suffixes=(".c",)),
+        L2Language("llvm", "ll", compiler="llvm-ir", syntax="llvm-ir", file_suffixes=(".ll",))),
+    compile_options=COMPILE_OPTIONS, kernel_cache=True, resources={"CPU": 1.0},
 )

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from leka.backends import Backend
+from leka.backends import Backend, GuardProfile, L2Language
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN_NAME = "libtvm_opencl.so"
@@ -41,9 +41,18 @@ def unavailable() -> str | None:
     return None
 
 
+OPENCL_C = L2Language(
+    # an attribute may nest one level of parentheses: __attribute__((reqd_work_group_size(64, 1, 1)))
+    "opencl", "cl", kernel_qualifier=r"__kernel\s+void\s+(?:__attribute__\(\((?:[^()]|\([^()]*\))*\)\)\s+)?",
+    kernel_words="__kernel", guard=GuardProfile(constant=r"\b__?constant\b"),
+)
+
 BACKEND = Backend(
     name="opencl", target_spec=target_spec, device="opencl", remote_device="cl", runs_on=("local", "rpc"),
-    unavailable=unavailable, l2_languages={"opencl": "cl"}, domain="aiot", gpu=True,
+    unavailable=unavailable, l2=(OPENCL_C,), domain="aiot", gpu=True, source_hook="tvm_callback_opencl_postproc",
+    # a job holds the board (device:<opencl_device_key>) and little CPU: the board does the work
+    resources={"CPU": 0.5}, holds_device=True,
+    rule_agents={"L1": "agents.l1_opencl:OpenCLRuleL1Agent", "L2": "agents.l2_opencl:OpenCLRuleL2Agent"},
     # RK3588-class board: a guess until measured over RPC
-    peaks={"opencl": ("mobile-gpu-mali-g610", 500.0, 50.0)}, default_arch="opencl",
+    peaks={"opencl": ("mobile-gpu-mali-g610", 500.0, 50.0)}, default_arch="opencl", rank=2,
 )

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from leka.backends import backend_names, get_backend
 from leka.core.types import UserError
 
 PAPER_BUDGET_MIN = {1: 90.0, 2: 155.0, 3: 155.0}  # the paper's per-task wall clock by level
@@ -74,7 +75,7 @@ class MetaScheduleArmSpec(_S):
 class ExpConfig(_S):
     name: str = "experiment"
     tasks: TasksSpec = Field(default_factory=TasksSpec)
-    backends: list[Literal["llvm", "cuda", "opencl"]] = Field(default_factory=lambda: ["llvm"])
+    backends: list[str] = Field(default_factory=lambda: ["llvm"])  # names of the backend table (leka.backends)
     seeds: list[int] = Field(default_factory=lambda: [0])
     arms: list[ArmSpec]
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
@@ -87,6 +88,13 @@ class ExpConfig(_S):
     # share (resources) while it waits on an LLM, and its evaluations queue for a measuring slot
     measure_slots: dict[str, int] = Field(default_factory=dict)
     opencl_device_key: str = "opencl-board"  # custom Ray resource a board job holds
+
+    @field_validator("backends")
+    @classmethod
+    def _backends(cls, v: list[str]) -> list[str]:
+        for b in v:
+            get_backend(b)  # raises with the names the table has
+        return v
 
     @field_validator("arms")
     @classmethod
@@ -121,7 +129,7 @@ class ExpConfig(_S):
             raise ValueError("seeds: at least one")
         if self.budget.scale <= 0:
             raise ValueError("budget.scale must be more than zero")
-        bad = {b: n for b, n in self.measure_slots.items() if n < 0 or b not in ("llvm", "cuda", "opencl")}
+        bad = {b: n for b, n in self.measure_slots.items() if n < 0 or b not in backend_names()}
         if bad:
             raise ValueError(f"measure_slots: {bad} (a backend name -> a count of 0 or more)")
         return self

@@ -31,19 +31,22 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from leka.backends import get_backend
 from leka.core.types import UserError
 from leka.exp import config as C
 from leka.exp.judge import execute, read_result
 from leka.exp.store import Store
 
 console = Console()
-DEFAULT_RESOURCES = {"llvm": {"CPU": 1.0}, "cuda": {"CPU": 1.0, "GPU": 1.0}, "opencl": {"CPU": 0.5}}
 MAX_ATTEMPTS = 2  # a job whose worker died is tried once more, then recorded as failed
 
 
 def resources_for(backend: str, cfg: C.ExpConfig) -> dict[str, float]:
-    r = dict(cfg.resources.get(backend) or DEFAULT_RESOURCES[backend])
-    if backend == "opencl" and not any(k.startswith("device:") for k in r):
+    """The Ray resources of one job: the config's, else the backend record's defaults; a backend that
+    holds a device (a board) also takes one `device:<key>` unless the config names its own."""
+    b = get_backend(backend)
+    r = dict(cfg.resources.get(backend) or b.resources)
+    if b.holds_device and not any(k.startswith("device:") for k in r):
         r[f"device:{cfg.opencl_device_key}"] = 1.0
     return r
 

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from leka import tvm_adapter as A
-from leka.backends import get_backend, l2_languages
+from leka.backends import get_backend, l2_language, l2_languages
 from leka.core.task import Task
 from leka.core.task import load_task_file as resolve
 from leka.ir import sched
@@ -219,7 +219,7 @@ def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | N
         missing = [k for k, n in post.hits.items() if n == 0]
         if missing:
             raise L2.L2Error(f"L2 kernel(s) {missing} not defined in the generated {backend} source")
-    elif kernel_cache and backend == "llvm" and not objects and not for_rpc:
+    elif kernel_cache and get_backend(backend).kernel_cache and not objects and not for_rpc:
         try:
             ex, hit, new, libs = A.build_with_kernel_cache(mod, target, kernel_cache)
             return Built(executable=ex, lowered=mod, applied_l1=layers.applied_l1, applied_l2=applied_l2,
@@ -350,6 +350,9 @@ def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir, check_obj
         applied.append(key)
     post = None
     if splices:
+        if get_backend(backend).source_hook is None:
+            raise L2.L2Error(f"backend {backend} has no hook on its generated source (Backend.source_hook): "
+                             f"the L2 kernel texts of {[k for k, _, _ in splices]} cannot be spliced in")
         hits = {k: 0 for k, _, _ in splices}
 
         def post(src: str) -> str:
@@ -368,9 +371,13 @@ def compile_l2_source(language: str, text: str, l2_dir=None, check: bool = True)
     loads it (raises `L2.IllegalObject`)."""
     from leka.ir import l2 as L2
 
-    if language == "llvm":
+    compiler = l2_language(language).compiler
+    if compiler == "llvm-ir":
         return L2.compile_llvm_ir(text, l2_dir, A.llvm_ir_to_object, check=check)
-    return L2.compile_cpp(text, l2_dir, language="c" if language == "c" else "cpp", check=check)
+    if compiler not in ("c", "c++"):
+        raise L2.L2Error(f"L2 language {language!r} is not compiled to an object (it is spliced into the "
+                         "generated source)")
+    return L2.compile_cpp(text, l2_dir, language="c" if compiler == "c" else "cpp", check=check)
 
 
 def export(built: Built, path: str | Path, cross_compiler: str = "") -> str:

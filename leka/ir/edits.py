@@ -263,9 +263,10 @@ def _scheduled(func, trace: list, target, name: str):
         # TVM's ScheduleError ends with the useful line ("Cannot find a block with the name: x")
         last = [ln for ln in detail.splitlines() if ln.strip()][-1:] if detail else []
         raise EditError(f"trace on {name}: {e}" + (f"\n{last[0]}" if last else "")) from e
-    if target.kind.name != "llvm":
+    gpu = A.is_gpu(target)  # DLight skips a scheduled PrimFunc: the trace must bind threads itself
+    if gpu:
         _check_gpu_bound(new, target, name)
-    _check_l1_func(A.mark_scheduled(new) if target.kind.name != "llvm" else new, target, f"the scheduled {name}")
+    _check_l1_func(A.mark_scheduled(new) if gpu else new, target, f"the scheduled {name}")
     return new
 
 
@@ -339,7 +340,7 @@ def _l1_tir(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome
         ir.check_same_signature(func, new)
     except ValueError as e:
         raise EditError(str(e)) from e
-    if target.kind.name != "llvm":
+    if A.is_gpu(target):
         _check_gpu_bound(new, target, edit.target)
     _check_l1_func(new, target, f"the new TIR of {edit.target}")
     l2, inv = _drop_stale_l2(c, layers, [edit.target])
@@ -381,7 +382,7 @@ def _l2_source(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutc
         entry = kernel
     new = c.model_copy(update={"l2": {**c.l2, key: L2Entry(kernel=edit.target, language=lang, text=text,
                                                               entry=entry)}, "invalidated": []})
-    if lang == "cuda":
+    if get_backend(c.backend).cuda:
         _check_cuda(new, target, root_params, workdir)
     return EditOutcome(candidate=new)
 
@@ -411,14 +412,15 @@ def _check_cuda(c: Candidate, target, root_params, workdir: Path) -> None:
 def _l2_options(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutcome:
     """A compile-option edit: LLVM codegen attributes for the whole module (fast-math flags let LLVM
     contract mul+add into FMAs and reassociate reductions into vector accumulators)."""
-    if c.backend != "llvm":
-        raise EditError(f"compile_options edits are for the llvm backend, not {c.backend}")
+    allowed = get_backend(c.backend).compile_options
+    if not allowed:
+        raise EditError(f"backend {c.backend} takes no compile_options edits (its record lists no codegen options)")
     opts = edit.payload.get("options")
     if not isinstance(opts, dict) or not opts:
         raise EditError('payload needs "options": {name: value}, e.g. {"fast-math-contract": true}')
-    bad = sorted(set(opts) - A.LLVM_OPTIONS)
+    bad = sorted(set(opts) - allowed)
     if bad:
-        raise EditError(f"unknown option(s) {bad}; allowed: {sorted(A.LLVM_OPTIONS)}")
+        raise EditError(f"unknown option(s) {bad}; allowed: {sorted(allowed)}")
     for k, v in opts.items():
         if k == "opt-level" and (not isinstance(v, int) or not 0 <= v <= 3):
             raise EditError("opt-level must be an integer 0..3")

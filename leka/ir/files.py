@@ -29,12 +29,18 @@ from pathlib import Path
 
 from leka import ir
 from leka import tvm_adapter as A
+from leka.backends import all_backends, l2_language
 from leka.core.task import Task
 from leka.core.types import Edit
 from leka.ir import Candidate
 from leka.ir.edits import apply_edit
 
-L2_SUFFIX = {".cpp": "cpp", ".cc": "cpp", ".c": "c", ".ll": "llvm"}
+
+def l2_suffixes() -> dict[str, str]:
+    """File suffix -> L2 language of the file form (each language's `file_suffixes`, leka/backends)."""
+    return {suffix: lang.name for b in all_backends() for lang in b.l2 for suffix in lang.file_suffixes}
+
+
 _ENTRY_RE = re.compile(r"^\s*(?://|;|#)\s*entry:\s*([A-Za-z_]\w*)", re.M)
 
 
@@ -69,10 +75,11 @@ def write_candidate(c: Candidate, folder: str | Path, root_params=None) -> Path:
             (d / "l1" / f"{name}.json").write_text(json.dumps(e.trace or [], indent=1))
     for name, key in layers.l2_keys.items():
         e = c.l2.get(key)
-        if e is None or e.language not in ("cpp", "c", "llvm"):
+        lang = l2_language(e.language) if e is not None else None
+        if lang is None or not lang.file_suffixes:
             continue  # GPU kernel texts are not part of the file form yet
-        suffix = {"cpp": ".cpp", "c": ".c", "llvm": ".ll"}[e.language]
-        mark = ";" if e.language == "llvm" else "//"
+        suffix = lang.file_suffixes[0]
+        mark = ";" if lang.syntax == "llvm-ir" else "//"
         declared = _ENTRY_RE.search("\n".join(e.text.splitlines()[:5]))
         named = (declared.group(1) if declared else default_entry(name)) == (e.entry or default_entry(name))
         head = "" if named else f"{mark} entry: {e.entry}\n"  # the text changes only when it must
@@ -120,6 +127,7 @@ def write_views(c: Candidate, folder: str | Path, root_params=None) -> Path:
 
 def _edits(folder: Path) -> list[tuple[str, Edit]]:
     out: list[tuple[str, Edit]] = []
+    suffixes = l2_suffixes()
     for p in sorted((folder / "l1").glob("*")) if (folder / "l1").is_dir() else []:
         if p.name.endswith(".tir.py"):
             out.append((f"l1/{p.name}", Edit(level="L1", kind="tir_text", target=p.name[:-7],
@@ -140,11 +148,11 @@ def _edits(folder: Path) -> list[tuple[str, Edit]]:
             except json.JSONDecodeError as e:
                 raise CandidateFilesError(f"l2/{p.name}: not JSON ({e})") from e
             out.append((f"l2/{p.name}", Edit(level="L2", kind="compile_options", payload={"options": opts})))
-        elif p.suffix in L2_SUFFIX:
+        elif p.suffix in suffixes:
             text = p.read_text()
             m = _ENTRY_RE.search("\n".join(text.splitlines()[:5]))
             out.append((f"l2/{p.name}", Edit(level="L2", kind="source", target=p.stem, payload={
-                "language": L2_SUFFIX[p.suffix], "text": text,
+                "language": suffixes[p.suffix], "text": text,
                 "entry": m.group(1) if m else default_entry(p.stem)})))
         elif p.is_file():
             raise CandidateFilesError(f"l2/{p.name}: expected <primfunc>.cpp|.c|.ll or compile_options.json")

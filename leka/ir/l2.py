@@ -11,7 +11,8 @@ the object into exported libraries.
 
 On CUDA / OpenCL an override is the text of one whole kernel function (`extern "C" __global__ void
 NAME(...) {...}` / `__kernel void NAME(...) {...}`); it replaces the function of the same name in the
-generated source at compile time.
+generated source at compile time. How a language's kernels are found is its `L2Language` record
+(`kernel_qualifier`, in leka/backends), so a new backend's language needs no change here.
 
 Compiled artefacts are content-addressed: the same text never compiles twice.
 """
@@ -27,6 +28,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from leka.backends import l2_language
 from leka.ir import l2_guard, l2_object
 
 CXX = os.environ.get("LEKA_CXX", "g++")
@@ -203,10 +205,12 @@ def kernel_names(src: str, language: str) -> list[str]:
 
 
 def _qual(language: str) -> str:
-    if language == "cuda":
-        return r'(?:extern\s+"C"\s+)?__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?'
-    # an attribute may nest one level of parentheses: __attribute__((reqd_work_group_size(64, 1, 1)))
-    return r"__kernel\s+void\s+(?:__attribute__\(\((?:[^()]|\([^()]*\))*\)\)\s+)?"
+    """What precedes a kernel's name where the language defines one (its backend's `L2Language`)."""
+    qual = l2_language(language).kernel_qualifier
+    if not qual:
+        raise L2Error(f"L2 language {language!r} has no kernel syntax to find kernels by (its backend's "
+                      "L2Language.kernel_qualifier)")
+    return qual
 
 
 def _match_close(src: str, i: int, open_ch: str, close_ch: str) -> int:
@@ -255,7 +259,7 @@ def kernel_text(src: str, name: str, language: str) -> str | None:
 def splice_kernel(src: str, name: str, new_text: str, language: str) -> tuple[str, int]:
     """Replace every definition of `name` by `new_text`; returns the source and how many."""
     if not _definitions(new_text, name, language):
-        qual = 'extern "C" __global__' if language == "cuda" else "__kernel"
+        qual = l2_language(language).kernel_words or "kernel"
         raise L2Error(f"the override does not define kernel {name!r} (expected a whole {qual} "
                       "function of that name, with its body)")
     spans = _definitions(src, name, language)

@@ -16,7 +16,8 @@ Rejected, with the line:
 Constant tables (`const` / `constexpr` / `__constant__`) stay allowed. This is a lexical check: a
 determined author can hide a call from it (token pasting, for one); the evaluator's runtime checks
 (benchmark/process_state.py, checked outputs of timed calls, a seed drawn per evaluation) are the
-second line. Pure Python, no tvm.
+second line. Which rules a language's file scope gets is its `GuardProfile` (leka/backends). Pure
+Python, no tvm.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
+
+from leka.backends import GuardProfile, l2_language
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,7 @@ def _blank_preprocessor(code: str) -> str:
     return re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group(0)), code, flags=re.M)
 
 
-def _scan_scopes(code: str, lines: _Lines, gpu: str | None) -> list[Finding]:
+def _scan_scopes(code: str, lines: _Lines, guard: GuardProfile) -> list[Finding]:
     """File-scope mutable variables and function-scope `static` / `thread_local` ones."""
     found: list[Finding] = []
     code = _blank_preprocessor(code)
@@ -240,7 +243,7 @@ def _scan_scopes(code: str, lines: _Lines, gpu: str | None) -> list[Finding]:
             stmt = code[start:i]
             where = start + len(stmt) - len(stmt.lstrip())
             at_file = all(k == "ns" for k, _ in stack)
-            if at_file and _file_scope_state(stmt, gpu):
+            if at_file and _file_scope_state(stmt, guard):
                 found.append(Finding(lines.of(where), "state", f"file-scope mutable variable `{_short(stmt)}`"
                                      " (state that survives a call)"))
             elif not at_file and re.search(r"\b(?:static|thread_local)\b", stmt) and _is_mutable_decl(
@@ -251,18 +254,14 @@ def _scan_scopes(code: str, lines: _Lines, gpu: str | None) -> list[Finding]:
     return found
 
 
-def _file_scope_state(stmt: str, gpu: str | None) -> bool:
+def _file_scope_state(stmt: str, guard: GuardProfile) -> bool:
     s = stmt.strip()
     if s.startswith("#") or not s:
         return False
-    if gpu == "cuda":
-        if re.search(r"\b__constant__\b", s):
-            return False
-        if re.search(r"\b__(?:device|managed)__\b", s):
-            return _is_mutable_decl(re.sub(r"\b__(?:device|managed|shared)__\b", "", s))
-    if gpu == "opencl":
-        if re.search(r"\b__?constant\b", s):
-            return False
+    if guard.constant and re.search(guard.constant, s):
+        return False
+    if guard.device_state and re.search(guard.device_state, s):
+        return _is_mutable_decl(re.sub(guard.device_qualifiers or guard.device_state, "", s))
     if re.search(r"\bextern\b", s):
         return False
     return _is_mutable_decl(re.sub(r"\b(?:static|thread_local|inline|__global|global)\b", "", s))
@@ -302,8 +301,10 @@ def _not_a_header(name: str) -> bool:
 
 
 def scan(language: str, text: str) -> list[Finding]:
-    """Findings for one L2 source (`language` in cpp, c, llvm, cuda, opencl), sorted by line."""
-    if language == "llvm":
+    """Findings for one L2 source, sorted by line; the language's `L2Language` (leka/backends) says
+    which lexer (`syntax`) and which file-scope rules (`guard`) apply."""
+    lang = l2_language(language)
+    if lang.syntax == "llvm-ir":
         code = text
         found = _scan_llvm(text)
         found += [f for f in _scan_calls(_strip(text, ";"), _Lines(text)) if f.rule != "process" or "asm" not in f.what]
@@ -311,8 +312,7 @@ def scan(language: str, text: str) -> list[Finding]:
     else:
         code = _strip(text)
         lines = _Lines(text)
-        gpu = language if language in ("cuda", "opencl") else None
-        found = _scan_scopes(code, lines, gpu) + _scan_calls(code, lines) + _scan_literals(_c_literals(text), lines)
+        found = _scan_scopes(code, lines, lang.guard) + _scan_calls(code, lines) + _scan_literals(_c_literals(text), lines)
         for m in _BAD_HEADERS.finditer(text):
             found.append(Finding(lines.of(m.start()), "outside", f"header <{m.group(1)}> is not for kernels"))
         for m in _INCLUDE.finditer(text):
@@ -322,7 +322,7 @@ def scan(language: str, text: str) -> list[Finding]:
                                      f"#{what} {name!r} reads a file, not a header of the toolchain"))
         for m in _CTOR.finditer(code):
             found.append(Finding(lines.of(m.start()), "process", "load-time code (constructor / destructor)"))
-        if gpu == "cuda":
+        if lang.guard.device_heap:
             for m in re.finditer(r"\b(?:malloc|free)\s*\(|\bnew\s+\w|\bnew\s*\(", code):
                 found.append(Finding(lines.of(m.start()), "state", f"device heap `{m.group(0).strip()}...` (device memory "
                                      "that outlives the call)"))

@@ -11,6 +11,7 @@ from typing import Any
 
 from leka import ir
 from leka import tvm_adapter as A
+from leka.backends import get_backend, l2_language
 from leka.core.text import elide
 from leka.ir import Candidate
 from leka.ir import l2 as L2
@@ -57,10 +58,10 @@ def source_view(c: Candidate, kernel: str, target=None, max_chars: int = 8000, r
     key = layers.l2_keys[kernel]
     entry = c.l2.get(key)
     backend = tgt.kind.name
-    if entry is not None and entry.language in ("cpp", "c", "llvm"):
+    if entry is not None and l2_language(entry.language).linked:
         return elide(f"// L2 override ({entry.language}, entry {entry.entry})\n{entry.text}", max_chars)
     f = funcs[kernel]
-    if backend == "llvm":
+    if not get_backend(backend).gpu:  # the kernel is host code
         rt = A.build_prim_func(f, tgt, name=kernel)
         src = A.runtime_source(rt, fmt)
         if fmt == "ll":

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from leka.backends import get_backend
 from leka.core.text import elide
 from leka.llm.prompting import EDIT_TOOL_NAME, L0_PASSES
 
@@ -252,10 +253,13 @@ def small_items(level: str, *, kernels: list[str], blocks: list[str], backend: s
         trace = {"type": "array", "items": trace_step_schema(blocks), "minItems": 1, "maxItems": max_steps}
         items.append(_item("L1", "trace", {"trace": trace}, kernel))
     if level in ("L2", "oneshot"):
-        if backend == "llvm":
-            items.append(_item("L2", "compile_options", {"options": {"enum": list(LLVM_OPTION_SETS)}}, None))
+        b = get_backend(backend)
+        # the option sets this backend's codegen takes (LLVM's; none on a GPU backend)
+        option_sets = [o for o in LLVM_OPTION_SETS if set(o) <= b.compile_options]
+        if option_sets:
+            items.append(_item("L2", "compile_options", {"options": {"enum": option_sets}}, None))
         if source:
-            lang = {"llvm": "cpp", "cuda": "cuda", "opencl": "opencl"}.get(backend, "cpp")
+            lang = b.l2[0].name if b.l2 else "cpp"  # the backend's first L2 language is its default
             items.append(_item("L2", "source", {"language": {"const": lang},
                                                 "entry": {"type": "string", "maxLength": 64},
                                                 "text": {"type": "string"}}, kernel))

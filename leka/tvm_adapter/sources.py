@@ -41,13 +41,21 @@ def runtime_source(rt_mod, fmt: str = "") -> str:
     return m.inspect_source(fmt or "ll") if m is not None else ""
 
 
+class SourceHookMissing(RuntimeError):
+    """The backend has no TVM hook on its generated source (`Backend.source_hook` is None)."""
+
+
 class source_postproc:
     """Context manager: while active, `tvm.compile` for `backend` passes the generated CUDA / OpenCL
-    source through `fn(source) -> source` (the global `tvm_callback_<backend>_postproc`). Restores
-    the previous callback (or none) on exit."""
+    source through `fn(source) -> source` (the backend's `source_hook`, a TVM global such as
+    `tvm_callback_cuda_postproc`). Restores the previous callback (or none) on exit."""
 
     def __init__(self, backend: str, fn):
-        self.name = f"tvm_callback_{backend}_postproc"
+        hook = get_backend(backend).source_hook
+        if hook is None:  # registering a global TVM never calls would build the source unspliced
+            raise SourceHookMissing(f"backend {backend!r} has no hook on its generated source: its L2 "
+                                    "kernel texts cannot be spliced in")
+        self.name = hook
         self.fn = fn
         self.prev = None
 

@@ -70,8 +70,7 @@ def _opencl_device_api() -> None:
             "gives a CPU device) or check OCL_ICD_VENDORS")
 
 
-LLVM_OPTIONS = {"fast-math", "fast-math-contract", "fast-math-reassoc", "fast-math-nnan", "fast-math-ninf",
-                "fast-math-nsz", "fast-math-arcp", "opt-level"}
+LLVM_OPTIONS = get_backend("llvm").compile_options  # the llvm backend's record owns the list
 
 
 def with_target_options(target: tvm.target.Target, opts: dict[str, Any]) -> tvm.target.Target:
