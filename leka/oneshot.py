@@ -109,8 +109,9 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
     views = _views(cand, root, task)
     state = {"cand": cand}
 
-    def check(edit: Edit) -> str | None:
-        # edits build on one another in the order written: the L1 names are those of the new L0 module
+    def check(_root_cand, edit: Edit) -> str | None:
+        # edits build on one another in the order written: the L1 names are those of the new L0 module,
+        # so each applies to the candidate the earlier ones made, not to the root the agent was shown
         got = apply_edit(state["cand"], edit, workdir=run_dir / "work", root_params=root.params)
         if got.ok:
             state["cand"] = got.candidate

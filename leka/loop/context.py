@@ -20,15 +20,6 @@ from leka.loop.state import RunState
 
 
 @dataclass
-class Focus:
-    """What the loop works on now, read by the LLM agents' callbacks: their `check` applies an edit to
-    the candidate being expanded, their calls stop at the budget's deadline (time.monotonic())."""
-
-    candidate: ir.Candidate | None = None
-    deadline: float | None = None
-
-
-@dataclass
 class RunContext:
     cfg: LekaConfig
     task: Task
@@ -40,7 +31,6 @@ class RunContext:
     root: ir.Root
     ledger: Any = None
     on_event: Callable[[str, dict[str, Any]], None] = lambda kind, info: None
-    focus: Focus = field(default_factory=Focus)
     t_mark: float = field(default_factory=time.monotonic)
     wait_mark: float = 0.0  # the evaluator's slot waiting (benchmark/slots.py) counted up to t_mark
 
@@ -115,7 +105,7 @@ class RunContext:
             lineage_text=lineage_text(self.tree, nid), tried=tried, seed=self.cfg.run.seed + state.get("iteration", 0),
             variants=self.cfg.run.variants_per_call, vector_lanes=A.vector_lanes_fp32(target),
             num_cores=int(A.target_json(target).get("num-cores", 2) or 2),
-            extra=extra,
+            extra=extra, deadline=self.deadline(state),
         )
 
 
