@@ -31,6 +31,7 @@ def init(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     res, prof = ctx.evaluator.evaluate_full(ctx.task, cand, profile=True)
     nid = ctx.tree.add_node(None, None, None, cand.digest, result=res, profile=prof,
                             artifacts=artifacts(cand), meta={"eval_s": res.wall_s})
+    ctx.keep_candidate(nid, cand)
     ctx.on_event("evaluated", {"node": nid, "result": res, "level": None})
     return {**fresh_state(), "current": nid, "evals": 1, "budget_used_s": ctx.tick(state)}
 
@@ -118,8 +119,10 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
             continue  # the same candidate exists (reached another way): nothing new to learn
         meta.update({"carried": out.carried, "invalidated": out.invalidated})
         # the edit's own level: a `flat` agent (experiment arm) proposes any level from one slot
-        proposed.append(ctx.tree.add_node(nid, edit.level, edit, new.digest, route_reason=reason,
-                                          artifacts=artifacts(new), meta=meta))
+        child = ctx.tree.add_node(nid, edit.level, edit, new.digest, route_reason=reason,
+                                  artifacts=artifacts(new), meta=meta)
+        ctx.keep_candidate(child, new)
+        proposed.append(child)
     upd: RunState = {"proposed": proposed}
     if not proposed:
         ex = dict(state.get("exhausted", {}))
