@@ -304,9 +304,9 @@ def lowered_funcs(candidate, target, root_params=None) -> dict[str, Any]:
     the hash of the unscheduled PrimFunc, so that is what a rule must schedule."""
     from leka import ir
 
-    # before DLight on GPUs: a thread-bound PrimFunc can be neither re-scheduled nor keyed
-    mod = A.lower(ir.relax_module(candidate, root_params), target, gpu_schedule=False)
-    return A.prim_funcs(mod)
+    # before DLight on GPUs: a thread-bound PrimFunc can be neither re-scheduled nor keyed. The
+    # lowering cache's module: the edit that made this candidate and its views lowered it already
+    return A.prim_funcs(ir.unscheduled_module(candidate, target, root_params))
 
 
 # ----------------------------------------------------------------------------- shared by the L1 rules

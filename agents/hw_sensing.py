@@ -8,7 +8,8 @@ roof the time is spent) and the best enabled level wins, with the evidence as th
 the run has not tried gets an exploration bonus, and after COVERAGE_EVALS evaluations it is routed
 to outright (so a short Level-3 run still tries every enabled level). The other
 modes exist for ablations: `round_robin`, `random` (own `random.Random(seed)`), `fixed:<level>`.
-Routers make no edits; `route` is the entry point, `propose` returns [] to satisfy the Agent protocol.
+Routers make no edits; `route` is the loop's entry point (leka.core.protocols.Router: level and reason),
+`decide` the same decision with its scores, `propose` returns [] to satisfy the Agent protocol.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from leka.core.levels import ROUTING_MODES
 from leka.core.protocols import AgentContext
 from leka.core.types import LEVELS, Edit
 from profilers.report import COMPUTE_KINDS, SMALL_KERNEL_S, ProfileReport
 
-MODES = ("profile", "round_robin", "random", "fixed:L0", "fixed:L1", "fixed:L2")
+MODES = ROUTING_MODES  # the values `run.routing` accepts (leka.core.config checks them)
 # Heuristic weights: how strongly each kind of evidence argues for its level, relative to the L1
 # baseline (share x distance from the roof of an unscheduled hot kernel = weight 1).
 W_RETUNE = 0.35  # L1 again on a kernel that already has a schedule
@@ -172,6 +174,8 @@ class HardwareSensingAgent:
                 "draws": self._draws}
 
     def load_state(self, state: dict[str, Any]) -> None:
+        if not state:  # a run's first route: nothing checkpointed yet
+            return
         if state.get("mode", self.mode) != self.mode or tuple(state.get("layers", self.layers)) != self.layers:
             raise ValueError(f"router state is for mode {state.get('mode')} layers {state.get('layers')}, "
                              f"not {self.mode} {list(self.layers)}")
@@ -187,7 +191,12 @@ class HardwareSensingAgent:
         return self._rng.choice(self.layers)
 
     # ------------------------------------------------------------------ routing
-    def route(self, candidate, report: ProfileReport | dict | None, context: AgentContext | None = None) -> Route:
+    def route(self, candidate, profile: ProfileReport | dict | None,
+              context: AgentContext | None = None) -> tuple[str, str]:
+        r = self.decide(candidate, profile, context)
+        return r.level, r.reason
+
+    def decide(self, candidate, report: ProfileReport | dict | None, context: AgentContext | None = None) -> Route:
         if self.mode.startswith("fixed:"):
             lv = self.mode.split(":", 1)[1]
             return Route(level=lv, reason=f"fixed routing to {lv}", mode=self.mode)

@@ -78,9 +78,11 @@ class TunerL1Agent:
     def _result_dir(self, key: str) -> Path:
         return self.work_dir / "ms-l1" / key
 
-    def tuned_edit(self, name: str, func, target, seed: int = 0) -> Edit | None:
+    def tuned_edit(self, name: str, func, target, seed: int = 0, deadline: float | None = None) -> Edit | None:
         """The tool: tune `func` (the unscheduled PrimFunc `name`) once; its best schedule as an L1
-        edit. None when there is not enough budget left or tuning failed (`last_error` says why)."""
+        edit. None when there is not enough budget left or tuning failed (`last_error` says why).
+        `deadline` (time.monotonic()): the run's budget end, from the loop's AgentContext; without one,
+        the constructor's `deadline()`."""
         key = A.structural_hash(func)
         rdir = self._result_dir(key)
         saved = rdir / "edit.json"
@@ -89,7 +91,8 @@ class TunerL1Agent:
         if (rdir / "failed").exists():
             return None
         timeout = 3600.0
-        if self.deadline is not None and (dl := self.deadline()) is not None:
+        dl = deadline if deadline is not None else (self.deadline() if self.deadline is not None else None)
+        if dl is not None:
             left = dl - time.monotonic()
             if left < self.min_left_s:
                 self.last_error = f"{left:.0f} s of budget left, under min_left_s={self.min_left_s:g}"
@@ -158,7 +161,7 @@ class TunerL1Agent:
         for name in picks:
             if not self._worth(name, context.profile):
                 continue
-            edit = self.tuned_edit(name, funcs[name], target, seed=context.seed)
+            edit = self.tuned_edit(name, funcs[name], target, seed=context.seed, deadline=context.deadline)
             if edit is None or edit_digest(edit) in context.tried:
                 continue
             entry = candidate.l1.get(keys[name])

@@ -129,9 +129,46 @@ def _gemm_shape(func, info: KernelInfo | None, swap: bool) -> GemmShape | None:
     if "*" not in main.text or len(main.loads) != 2 or not re.fullmatch(
             r"\s*\S+\[[^\]]*\] \+ \S+\[[^\]]*\] \* \S+\[[^\]]*\]\s*", main.text):
         return None
+    st, loads = _store_and_loads(func, main.name)
+    if len(loads) != 2:
+        return None
+    if swap:
+        loads.reverse()
+    pnames = [p[0] for p in info.params]
+    pshape = {p[0]: p[1] for p in info.params}
+    alias = _copy_aliases(info, main.name, pshape)
+    if alias is None:
+        return None
+    out = str(st.buffer.name)
+    if out not in pshape:
+        return None
+    ext = {v: e for v, _, e in main.iters}
+    vars_ = list(ext)
+    names = [alias.get(str(ld.source.name), str(ld.source.name)) for ld in loads]
+    try:
+        fa = _index_fn([str(i) for i in loads[0].indices], pshape[names[0]])
+        fb = _index_fn([str(i) for i in loads[1].indices], pshape[names[1]])
+        fc = _index_fn([str(i) for i in st.indices], pshape[out])
+    except (ValueError, KeyError):
+        return None
+    ca, cb, cc = (_linear(f, vars_, ext) for f in (fa, fb, fc))
+    if ca is None or cb is None or cc is None:
+        return None
+    dims = _gemm_dims(main.iters, ca, cb, cc, ext)
+    if dims is None:
+        return None
+    (K, (sak, sbk)), (M, (sam, scm)), (N, (sbn, scn)), (Bt, (sab, sbb, scb)) = dims
+    if scn != 1 or M * N * K < 1:
+        return None
+    # A may broadcast over the batch (stride 0) too: an operand shared by every batch
+    return GemmShape(Bt, M, N, K, pnames.index(names[0]), pnames.index(names[1]), pnames.index(out),
+                     (sab, sam, sak), (sbb, sbk, sbn), (scb, scm, 1), len(pnames))
+
+
+def _store_and_loads(func, block: str) -> tuple[Any, list[Any]]:
+    """The main block's store and the buffer loads of its `C + A * B` update, in reading order."""
     sch = A.schedule(func)
-    blk = sch.get(sch.get_sblock(main.name))
-    st = blk.body
+    st = sch.get(sch.get_sblock(block)).body
     loads: list[Any] = []
 
     def walk(e):
@@ -143,40 +180,29 @@ def _gemm_shape(func, info: KernelInfo | None, swap: bool) -> GemmShape | None:
                 walk(getattr(e, a))
 
     walk(st.value.b if hasattr(st.value, "b") else st.value)
-    if len(loads) != 2:
-        return None
-    if swap:
-        loads.reverse()
-    pnames = [p[0] for p in info.params]
-    pshape = {p[0]: p[1] for p in info.params}
-    # a producer that is a plain copy of a parameter (1x1 conv's pad_temp) is read through
+    return st, loads
+
+
+def _copy_aliases(info: KernelInfo, main: str, pshape: dict[str, Any]) -> dict[str, str] | None:
+    """{producer buffer: parameter} for producers that are plain copies of a parameter (1x1 conv's
+    pad_temp), read through; None when another block is an epilogue or a real producer (not this
+    rule's kernel)."""
     alias: dict[str, str] = {}
     for b in info.blocks:
-        if b.name == main.name:
+        if b.name == main:
             continue
         if b.is_reduction or len(b.loads) != 1 or b.store.dims != b.loads[0].dims or \
                 "if_then_else" in b.text or b.loads[0].buffer not in pshape or b.text.count("[") != 1:
-            return None  # an epilogue or a real producer: not this rule's kernel
+            return None
         alias[b.store.buffer] = b.loads[0].buffer
-    out = str(st.buffer.name)
-    if out not in pshape:
-        return None
-    ext = {v: e for v, _, e in main.iters}
-    vars_ = list(ext)
-    try:
-        fa = _index_fn([str(i) for i in loads[0].indices], pshape[alias.get(str(loads[0].source.name), str(loads[0].source.name))])
-        fb = _index_fn([str(i) for i in loads[1].indices], pshape[alias.get(str(loads[1].source.name), str(loads[1].source.name))])
-        fc = _index_fn([str(i) for i in st.indices], pshape[out])
-    except (ValueError, KeyError):
-        return None
-    names = [alias.get(str(ld.source.name), str(ld.source.name)) for ld in loads]
-    if any(n not in pshape for n in names):
-        return None
-    ca, cb, cc = (_linear(f, vars_, ext) for f in (fa, fb, fc))
-    if ca is None or cb is None or cc is None:
-        return None
-    red = [v for v, k, e in main.iters if k == "R"]
-    sp = [v for v, k, e in main.iters if k == "S"]
+    return alias
+
+
+def _gemm_dims(iters, ca: dict, cb: dict, cc: dict, ext: dict) -> tuple | None:
+    """(K, M, N, batch), each (extent, strides of the operands it moves), from the index coefficients
+    of A, B and C; None when the loops are not those of a GEMM."""
+    red = [v for v, k, e in iters if k == "R"]
+    sp = [v for v, k, e in iters if k == "S"]
     # roles: m moves A and C, n moves B and C, batch moves all three
     m = [v for v in sp if ca[v] and not cb[v] and cc[v]]
     n = [v for v in sp if cb[v] and not ca[v] and cc[v]]
@@ -186,18 +212,9 @@ def _gemm_shape(func, info: KernelInfo | None, swap: bool) -> GemmShape | None:
         return None
     if any(cc[v] and not ca[v] and not cb[v] for v in sp if ext[v] > 1):
         return None
-    mk = _merge(red, [ca, cb], ext)
-    mm = _merge(m, [ca, cc], ext)
-    mn = _merge(n, [cb, cc], ext)
-    mb = _merge(bt, [ca, cb, cc], ext)
-    if None in (mk, mm, mn, mb):
-        return None
-    (K, (sak, sbk)), (M, (sam, scm)), (N, (sbn, scn)), (Bt, (sab, sbb, scb)) = mk, mm, mn, mb  # type: ignore[misc]
-    if scn != 1 or M * N * K < 1:
-        return None
-    # A may broadcast over the batch (stride 0) too: an operand shared by every batch
-    return GemmShape(Bt, M, N, K, pnames.index(names[0]), pnames.index(names[1]), pnames.index(out),
-                     (sab, sam, sak), (sbb, sbk, sbn), (scb, scm, 1), len(pnames))
+    dims = (_merge(red, [ca, cb], ext), _merge(m, [ca, cc], ext), _merge(n, [cb, cc], ext),
+            _merge(bt, [ca, cb, cc], ext))
+    return None if None in dims else dims
 
 
 # ----------------------------------------------------------------------------- C++ source

@@ -205,6 +205,7 @@ class _RepairLoop:
                    tool: dict[str, Any], extra_vars: dict[str, Any],
                    accept: Callable[[Completion, CallInfo], tuple[Any, list[str]]]) -> Any:
         info = CallInfo()
+        deadline = context.deadline if context.deadline is not None else self.deadline()
         try:
             v = {**self._vars(candidate, context, tool["name"]), **extra_vars}
             if self.small_schema and tool["name"] == EDIT_TOOL_NAME:
@@ -221,9 +222,9 @@ class _RepairLoop:
             try:
                 if ledger is not None:
                     with ledger.tagged(self.level):
-                        comp = self._complete(messages, tool, max_tokens, self._temperature(attempt))
+                        comp = self._complete(messages, tool, max_tokens, self._temperature(attempt), deadline)
                 else:
-                    comp = self._complete(messages, tool, max_tokens, self._temperature(attempt))
+                    comp = self._complete(messages, tool, max_tokens, self._temperature(attempt), deadline)
             except BudgetExhausted:
                 report.failure = self.last_error = "budget exhausted"
                 raise
@@ -255,20 +256,21 @@ class _RepairLoop:
         return None
 
     def _complete(self, messages: list[Message], tool: dict[str, Any], max_tokens: int,
-                  temperature: float) -> Completion:
+                  temperature: float, deadline: float | None) -> Completion:
         return self.provider.complete(messages, tool=tool, max_tokens=max_tokens, temperature=temperature,
-                                      deadline=self.deadline())
+                                      deadline=deadline)
 
 
 class LLMAgent(_RepairLoop):
     """Satisfies leka.protocols.Agent. `level` is "L0", "L1", "L2" or "oneshot" (edits of any level).
 
     views(candidate, context) -> the text views the template needs ("relax", "tir", "source",
-    "reference", "task_contract", ...), already bounded by the caller. check(edit) -> None when the
-    edit is legal, else a message the model can act on.
+    "reference", "task_contract", ...), already bounded by the caller. check(candidate, edit) -> None
+    when the edit is legal on the candidate being expanded, else a message the model can act on. The
+    calls stop at `context.deadline` (the run's budget) or, without one, at `deadline()`.
     """
 
-    def __init__(self, level: str, provider: Provider, *, views: ViewsFn, check: Callable[[Edit], str | None],
+    def __init__(self, level: str, provider: Provider, *, views: ViewsFn, check: Callable[[Any, Edit], str | None],
                  max_repairs: int = 2, template: str | None = None,
                  deadline: Callable[[], float | None] = lambda: None, max_tokens: int = 4096,
                  temperature: float = 0.2, context_tokens: int | None = None, prompt_tokens: int | None = None,
@@ -288,7 +290,7 @@ class LLMAgent(_RepairLoop):
     def __repr__(self) -> str:
         return f"LLMAgent(level={self.level!r}, provider={self.provider.name!r})"
 
-    def _accept(self, comp: Completion, info: CallInfo) -> tuple[list[Edit] | None, list[str]]:
+    def _accept(self, comp: Completion, info: CallInfo, candidate: Any) -> tuple[list[Edit] | None, list[str]]:
         try:
             edits, errors = parse_edits(reply_data(comp), self.level, default_target=info.target)
         except ParseError as e:
@@ -299,7 +301,7 @@ class LLMAgent(_RepairLoop):
             label = f"{e.kind} edit {n + 1}" + (f" on {e.target}" if e.target else "")
             try:
                 msg = trace_name_errors(e.payload.get("trace"), info.blocks) if e.kind == "trace" else None
-                msg = msg or self.check(e)
+                msg = msg or self.check(candidate, e)
             except Exception as ex:  # noqa: BLE001 - a check that crashes rejects the edit, with the reason
                 msg = f"checking it raised {type(ex).__name__}: {ex}"
             info.stat["edits"].append([e.kind, msg is None])
@@ -311,12 +313,13 @@ class LLMAgent(_RepairLoop):
 
     def propose(self, candidate: Any, context: AgentContext) -> list[Edit]:
         edits = self._run(candidate, context, template=self.template, tool=self.tool, extra_vars={},
-                          accept=self._accept)
+                          accept=lambda comp, info: self._accept(comp, info, candidate))
         return edits or []
 
 
 class LLMRouter(_RepairLoop):
-    """The hardware-sensing agent: route(candidate, context) -> (level, reason).
+    """The hardware-sensing agent, asking the model (leka.core.protocols.Router): route(candidate,
+    profile, context) -> (level, reason); the profile reaches the model as `context.profile_text`.
 
     When no usable answer comes (provider down, never a valid level), it returns
     (`fallback`, "fallback: <why>") instead of raising, so the run keeps going."""
@@ -351,12 +354,18 @@ class LLMRouter(_RepairLoop):
         except ParseError as e:
             return None, [str(e)]
 
-    def route(self, candidate: Any, context: AgentContext) -> tuple[str, str]:
+    def route(self, candidate: Any, profile: dict[str, Any] | None, context: AgentContext) -> tuple[str, str]:
         got = self._run(candidate, context, template=self.template, tool=self.tool,
                         extra_vars={"levels": self.levels}, accept=self._accept)
         if got is None:
             return self.fallback, f"fallback: {self.last_error}"
         return got
+
+    def state(self) -> dict[str, Any]:
+        return {}  # each route is a fresh call: nothing to checkpoint
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        return None
 
 
 __all__ = ["AgentReport", "LLMAgent", "LLMRouter", "EDIT_TOOL_NAME", "ROUTE_TOOL_NAME"]

@@ -46,7 +46,6 @@ def _flat(out: Any) -> list[Any]:
 
 def check_one(task_id: str) -> dict[str, Any]:
     """One row of the table; every failure is recorded as data."""
-    import numpy as np
     import torch
 
     from benchmark.task import resolve
@@ -60,14 +59,7 @@ def check_one(task_id: str) -> dict[str, Any]:
         model = task.make_model()
         inputs = task.make_inputs(0)
         row["mib"] = round(footprint_mib(model, inputs), 3)
-        with torch.no_grad():
-            ref = [o.detach().numpy() for o in _flat(model(*inputs))]
-            # a reference this small would pass any output under atol: flag it in the table
-            row["ref_absmax"] = float(max((np.abs(r).max() for r in ref if r.size), default=0.0))
-            t0 = time.perf_counter()
-            for _ in range(3):
-                model(*inputs)
-            row["torch_ms"] = round((time.perf_counter() - t0) / 3 * 1e3, 3)
+        ref = _torch_reference(row, model, inputs)
         t0 = time.perf_counter()
         try:
             mod = A.import_torch(model, inputs)
@@ -77,37 +69,70 @@ def check_one(task_id: str) -> dict[str, Any]:
             return row
         row["import_ok"] = True
         row["import_s"] = round(time.perf_counter() - t0, 2)
-        target = A.cpu_target()
-        t0 = time.perf_counter()
-        ex = A.build(A.lower(mod, target), target)
-        row["build_ok"] = True
-        row["build_s"] = round(time.perf_counter() - t0, 2)
-        runner = A.VMRunner(ex, A.device_for("llvm"))
-        arrays = [i.numpy() for i in inputs]
-        t0 = time.perf_counter()
-        outs = runner(*arrays)
-        row["untuned_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
-        dev_args = runner.to_device(arrays)
-        # best of three single calls: the machine is shared, so the minimum is the least noisy figure
-        best = min(runner.time_per_call(dev_args, 1) for _ in range(2))
-        row["untuned_ms"] = round(min(row["untuned_ms"], best * 1e3), 2)
-        if len(outs) != len(ref):
-            row["error"] = f"{len(outs)} outputs from TVM, {len(ref)} from torch"
-            return row
-        errs, ok = [], True
-        for o, r in zip(outs, ref, strict=True):
-            if o.shape != r.shape:
-                row["error"] = f"shape {o.shape} vs torch {r.shape}"
-                return row
-            o64, r64 = o.astype(np.float64), r.astype(np.float64)
-            errs.append(float(np.max(np.abs(o64 - r64))) if o.size else 0.0)
-            ok = ok and bool(np.allclose(o64, r64, atol=task.atol, rtol=task.rtol))
-        row["max_err"] = max(errs) if errs else 0.0
-        row["correct"] = ok
+        outs = _tvm_outputs(row, mod, inputs)
+        _compare(row, outs, ref, task)
     except Exception as e:  # noqa: BLE001 - a row, not a crash
         row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300] if str(e).strip() else ''}"
         row["trace"] = traceback.format_exc()[-1500:]
     return row
+
+
+def _torch_reference(row: dict[str, Any], model, inputs) -> list:
+    """PyTorch's outputs as numpy (and its time per call, its largest magnitude into the row)."""
+    import numpy as np
+    import torch
+
+    with torch.no_grad():
+        ref = [o.detach().numpy() for o in _flat(model(*inputs))]
+        # a reference this small would pass any output under atol: flag it in the table
+        row["ref_absmax"] = float(max((np.abs(r).max() for r in ref if r.size), default=0.0))
+        t0 = time.perf_counter()
+        for _ in range(3):
+            model(*inputs)
+        row["torch_ms"] = round((time.perf_counter() - t0) / 3 * 1e3, 3)
+    return ref
+
+
+def _tvm_outputs(row: dict[str, Any], mod, inputs) -> list:
+    """The imported module built untuned for this CPU and run once (its build time and time per
+    call into the row)."""
+    from leka import tvm_adapter as A
+
+    target = A.cpu_target()
+    t0 = time.perf_counter()
+    ex = A.build(A.lower(mod, target), target)
+    row["build_ok"] = True
+    row["build_s"] = round(time.perf_counter() - t0, 2)
+    runner = A.VMRunner(ex, A.device_for("llvm"))
+    arrays = [i.numpy() for i in inputs]
+    t0 = time.perf_counter()
+    outs = runner(*arrays)
+    row["untuned_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
+    dev_args = runner.to_device(arrays)
+    # best of three single calls: the machine is shared, so the minimum is the least noisy figure
+    best = min(runner.time_per_call(dev_args, 1) for _ in range(2))
+    row["untuned_ms"] = round(min(row["untuned_ms"], best * 1e3), 2)
+    return outs
+
+
+def _compare(row: dict[str, Any], outs: list, ref: list, task) -> None:
+    """TVM's outputs against PyTorch's under the task's tolerances: the row's max_err and correct,
+    or its error when the outputs do not even line up."""
+    import numpy as np
+
+    if len(outs) != len(ref):
+        row["error"] = f"{len(outs)} outputs from TVM, {len(ref)} from torch"
+        return
+    errs, ok = [], True
+    for o, r in zip(outs, ref, strict=True):
+        if o.shape != r.shape:
+            row["error"] = f"shape {o.shape} vs torch {r.shape}"
+            return
+        o64, r64 = o.astype(np.float64), r.astype(np.float64)
+        errs.append(float(np.max(np.abs(o64 - r64))) if o.size else 0.0)
+        ok = ok and bool(np.allclose(o64, r64, atol=task.atol, rtol=task.rtol))
+    row["max_err"] = max(errs) if errs else 0.0
+    row["correct"] = ok
 
 
 def _fmt(row: dict[str, Any]) -> str:

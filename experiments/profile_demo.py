@@ -44,7 +44,7 @@ def main() -> None:
         t1 = time.perf_counter()
         cand = ir.root_candidate(task, backend=args.backend)
         rep = profile_candidate(cand, repeat=args.repeat)
-        route = HardwareSensingAgent().route(cand, rep, AgentContext(task.id, args.backend, ""))
+        route = HardwareSensingAgent().decide(cand, rep, AgentContext(task.id, args.backend, ""))
         print(f"== {task.id} ({time.perf_counter() - t1:.1f} s to import, build and profile)")
         print(rep.text())
         print(f"route: {route.level}  scores {route.scores}\n  {route.reason}\n")

@@ -51,26 +51,31 @@ def run_cmd(
     quiet: bool = typer.Option(False, "--quiet"),
 ) -> None:
     """Optimise one task end to end: profile, route, propose edits at L0/L1/L2, evaluate, keep the tree."""
+    from leka.core.config import load_config
     from leka.run import parse_duration, run
 
     get_backend(backend)
     if policy not in ("rules", "llm"):
         raise UserError(f"unknown policy {policy!r}; use rules or llm")
-    sets = [f"backend={backend}", f"run.budget_s={parse_duration(budget)}", f"run.policy={policy}",
-            f"run.routing={routing}", f"run.layers=[{','.join(x.strip() for x in layers.split(',') if x.strip())}]",
-            f"run.seed={seed}", f"run.out={out}"]
+    # typed values straight into the config (no `key=value` strings to quote and parse back); the
+    # config's validators check them, and a `--set` still wins over them
+    run_opts = {"budget_s": parse_duration(budget), "policy": policy, "routing": routing, "seed": seed, "out": out,
+                "layers": [x.strip() for x in layers.split(",") if x.strip()]}
+    options: dict = {"backend": backend, "run": run_opts}
     if model:
-        sets.append(f"llm.model='{model}'")
+        options["llm"] = {"model": model}
     if device:
         from leka.core.devices import parse_device
 
         parse_device(device)
-        sets.append(f"device.url='{device}'")
+        options["device"] = {"url": device}
     if max_evals is not None:
         if max_evals < 1:
             raise UserError("--max-evals must be >= 1")
-        sets.append(f"run.max_evals={max_evals}")
-    summary = run(task, config_files=config, overrides=sets + list(overrides), resume=resume, quiet=quiet)
+        run_opts["max_evals"] = max_evals
+    # a resumed run keeps the config its folder holds: the options are not read
+    cfg = None if resume else load_config(config, list(overrides), options=options)
+    summary = run(task, cfg=cfg, resume=resume, quiet=quiet)
     if not summary.get("best_correct"):
         raise SystemExit(1)
 

@@ -75,42 +75,23 @@ def _views(cand, root, task) -> dict[str, str]:
 
 def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "runs", json_out: str | None = None,
             config_files: list[str] = (), overrides: list[str] = (), quiet: bool = False) -> OneShotResult:
+    from agents.llm_agent import LLMAgent
     from benchmark.roots import load_root
-    from benchmark.task import resolve
     from leka import ir
     from leka import tvm_adapter as A
-    from leka.backends import require_runnable
     from leka.core.protocols import AgentContext
     from leka.ir.edits import apply_edit
-    from leka.llm.base import Ledger
-    from leka.llm.factory import make_provider
-    from leka.llm.scripted import Recorder
-    from leka.run import _check_out, new_run_dir
 
     t0 = time.monotonic()
-    if not model:
-        raise UserError("--model is required: openai:MODEL | anthropic:MODEL | compat:URL|MODEL | scripted:F")
-    cfg: LekaConfig = load_config(list(config_files), [*overrides, f"backend={backend}", f"llm.model='{model}'",
-                                                       "llm.max_repairs=0"])
-    require_runnable(cfg.backend, cfg.device.url)
-    task = resolve(task_ref)
-    ledger = Ledger(max_calls=1)  # one call by definition
-    provider = make_provider(cfg.llm.model, cfg.llm, ledger)  # a bad spec or a missing key fails here
-    outp = Path(out)
-    _check_out(outp)
-    run_dir = new_run_dir(outp, f"oneshot-{task.id}", cfg.run.seed)
-    dump_config(cfg, run_dir / "config.yaml")
-    provider = Recorder(provider, run_dir / "llm_transcript.jsonl")
-
-    from agents.llm_agent import LLMAgent
-
+    cfg, task, ledger, provider, run_dir = _open(task_ref, model, backend, out, config_files, overrides)
     root = load_root(task, cfg.baseline.cache_dir)
     cand = ir.root_candidate(task, cfg.backend, root)
     views = _views(cand, root, task)
     state = {"cand": cand}
 
-    def check(edit: Edit) -> str | None:
-        # edits build on one another in the order written: the L1 names are those of the new L0 module
+    def check(_root_cand, edit: Edit) -> str | None:
+        # edits build on one another in the order written: the L1 names are those of the new L0 module,
+        # so each applies to the candidate the earlier ones made, not to the root the agent was shown
         got = apply_edit(state["cand"], edit, workdir=run_dir / "work", root_params=root.params)
         if got.ok:
             state["cand"] = got.candidate
@@ -126,32 +107,69 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
                         vector_lanes=A.vector_lanes_fp32(target),
                         num_cores=int(A.target_json(target).get("num-cores", 2) or 2))
     edits = agent.propose(cand, actx)
-    rep = agent.last_report
     usage = ledger.usage
     res = OneShotResult(task=task.id, backend=cfg.backend, model=provider.name, run_dir=str(run_dir),
                         edits=[e.model_dump() for e in edits], calls=ledger.calls,
                         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                         cost_usd=round(usage.cost_usd, 6))
+    if _reply_usable(res, agent, edits):
+        _evaluate(res, cfg, task, state["cand"], run_dir)
+    res.wall_s = round(time.monotonic() - t0, 2)
+    _save(res, run_dir, json_out)
+    if not quiet:
+        _print(res)
+    return res
+
+
+def _open(task_ref: str, model: str, backend: str, out: str, config_files: list[str], overrides: list[str]):
+    """(config, task, ledger, recording provider, run folder); a bad model spec or a missing key fails
+    before the run folder is made."""
+    from benchmark.task import resolve
+    from leka.backends import require_runnable
+    from leka.llm.base import Ledger
+    from leka.llm.factory import make_provider
+    from leka.llm.scripted import Recorder
+    from leka.run import _check_out, new_run_dir
+
+    if not model:
+        raise UserError("--model is required: openai:MODEL | anthropic:MODEL | compat:URL|MODEL | scripted:F")
+    cfg: LekaConfig = load_config(list(config_files), [*overrides, f"backend={backend}", f"llm.model='{model}'",
+                                                       "llm.max_repairs=0"])
+    require_runnable(cfg.backend, cfg.device.url)
+    task = resolve(task_ref)
+    ledger = Ledger(max_calls=1)  # one call by definition
+    provider = make_provider(cfg.llm.model, cfg.llm, ledger)
+    outp = Path(out)
+    _check_out(outp)
+    run_dir = new_run_dir(outp, f"oneshot-{task.id}", cfg.run.seed)
+    dump_config(cfg, run_dir / "config.yaml")
+    return cfg, task, ledger, Recorder(provider, run_dir / "llm_transcript.jsonl"), run_dir
+
+
+def _reply_usable(res: OneShotResult, agent, edits: list[Edit]) -> bool:
+    """Whether the reply's edits make a candidate to evaluate; if not, `res` says why (no reply from the
+    model, no edits, or the edits that were not legal)."""
+    rep = agent.last_report
     rejected = [err for errs in (rep.errors if rep else []) for err in errs]
     res.rejected = rejected
     if rep is not None and rep.calls == 0:
         res.llm_failure = rep.failure or "no reply"
         res.error_kind, res.error = "compile", f"no reply from the model: {res.llm_failure}"
-    elif not edits or rejected:
+        return False
+    if not edits or rejected:
         res.error_kind = "compile"
         res.error = "; ".join(rejected)[:4000] if rejected else (agent.last_error or "the reply held no edits")
-    else:
-        _evaluate(res, cfg, task, state["cand"], run_dir)
-    res.wall_s = round(time.monotonic() - t0, 2)
+        return False
+    return True
+
+
+def _save(res: OneShotResult, run_dir: Path, json_out: str | None) -> None:
     text = res.model_dump_json(indent=1)
     (run_dir / "oneshot.json").write_text(text)
     if json_out:
         p = Path(json_out)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
-    if not quiet:
-        _print(res)
-    return res
 
 
 def _evaluate(res: OneShotResult, cfg: LekaConfig, task, final, run_dir: Path) -> None:

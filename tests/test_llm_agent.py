@@ -4,6 +4,7 @@ caller's logic the agent is driven by, not stand-ins for project code."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -13,7 +14,7 @@ import pytest
 
 from agents.llm_agent import LLMAgent, LLMRouter
 from leka.core.config import LLMConfig
-from leka.core.protocols import Agent, AgentContext
+from leka.core.protocols import Agent, AgentContext, Router
 from leka.core.types import BudgetExhausted, Edit
 from leka.llm import Ledger, make_provider
 from leka.llm.scripted import Scripted
@@ -31,7 +32,7 @@ def views(candidate, ctx: AgentContext) -> dict[str, str]:
     return {"tir": TIR, "task_contract": "in: A f32[64,64], B f32[64,64] -> relu(A @ B)"}
 
 
-def check_trace(e: Edit) -> str | None:
+def check_trace(candidate, e: Edit) -> str | None:
     """Legal = the trace starts by naming a block that exists in the PrimFunc."""
     first = e.payload["trace"][0]
     if first["prim"] != "get_sblock":
@@ -144,6 +145,23 @@ def test_deadline_passes_mid_propose(server):
     assert ei.value.what == "wall_clock" and time.monotonic() - t0 < 3.0
 
 
+def test_the_loops_deadline_comes_with_the_context(server):
+    """The loop hands the budget's end in AgentContext.deadline: no callback into the run needed."""
+    server.push({"delay": 5.0, **tool(trace_edit("matmul"))})
+    agent = LLMAgent("L1", provider("anthropic", timeout_s=60), views=views, check=check_trace)
+    t0 = time.monotonic()
+    with pytest.raises(BudgetExhausted) as ei:
+        agent.propose(None, dataclasses.replace(CTX, deadline=time.monotonic() + 0.5))
+    assert ei.value.what == "wall_clock" and time.monotonic() - t0 < 3.0
+
+
+def test_check_is_asked_about_the_candidate_being_expanded():
+    seen: list = []
+    agent = LLMAgent("L1", Scripted([{"tool_args": {"edits": [trace_edit("matmul")]}}]), views=views,
+                     check=lambda c, e: seen.append((c, e.target)))
+    assert len(agent.propose("the candidate", CTX)) == 1
+    assert seen == [("the candidate", "matmul")]
+
 def test_partial_reply_keeps_legal_edits_and_says_what_was_dropped():
     p = Scripted([{"tool_args": {"edits": [trace_edit("matmul"), trace_edit("bogus"),
                                            {"kind": "trace", "target": "relu", "payload": {}}]}}])
@@ -160,7 +178,7 @@ def test_duplicate_edits_in_one_reply_count_once():
 
 
 def test_check_that_raises_rejects_the_edit():
-    def check(e: Edit) -> str | None:
+    def check(candidate, e: Edit) -> str | None:
         raise RuntimeError("TVM said no")
 
     agent = LLMAgent("L1", Scripted([{"tool_args": {"edits": [trace_edit("matmul")]}}] * 2), views=views,
@@ -170,7 +188,7 @@ def test_check_that_raises_rejects_the_edit():
 
 
 def test_missing_view_is_reported_not_raised():
-    agent = LLMAgent("L0", Scripted(["{}"]), views=views, check=lambda e: None)  # l0 needs views["relax"]
+    agent = LLMAgent("L0", Scripted(["{}"]), views=views, check=lambda c, e: None)  # l0 needs views["relax"]
     assert agent.propose(None, CTX.__class__(task_id="t", backend="llvm", level="L0")) == []
     assert agent.last_error.startswith("prompt: UndefinedError") and "relax" in agent.last_error
 
@@ -179,13 +197,13 @@ def test_l0_and_l2_agents_parse_their_kinds():
     l0 = LLMAgent("L0", Scripted([json.dumps({"edits": [
         {"kind": "pass", "payload": {"name": "fold_batchnorm"}, "rationale": "fold"},
         {"kind": "pass", "payload": {"name": "make_it_fast"}}]})]),
-        views=lambda c, x: {"relax": "@R.function ..."}, check=lambda e: None)
+        views=lambda c, x: {"relax": "@R.function ..."}, check=lambda c, e: None)
     edits = l0.propose(None, AgentContext(task_id="t", backend="llvm", level="L0"))
     assert [e.payload["name"] for e in edits] == ["fold_batchnorm"] and "make_it_fast" in l0.last_error
     src = {"level": "L2", "kind": "source", "target": "matmul",
            "payload": {"language": "cpp", "text": "extern \"C\" int f() { return 0; }", "entry": "f"}}
     l2 = LLMAgent("L2", Scripted([{"text": "prose first " + json.dumps([src])}]),
-                  views=lambda c, x: {"source": "define void @matmul() {}"}, check=lambda e: None)
+                  views=lambda c, x: {"source": "define void @matmul() {}"}, check=lambda c, e: None)
     (e,) = l2.propose(None, AgentContext(task_id="t", backend="llvm", level="L2"))
     assert e.payload["entry"] == "f" and e.kind == "source"
 
@@ -198,7 +216,7 @@ def test_oneshot_agent_emits_all_levels():
     ]}
     p = Scripted([{"tool_args": reply}])
     agent = LLMAgent("oneshot", p, views=lambda c, x: {"reference": "class Model(nn.Module): ..."},
-                     check=lambda e: None)
+                     check=lambda c, e: None)
     edits = agent.propose(None, AgentContext(task_id="t", backend="llvm", level="oneshot"))
     assert [e.level for e in edits] == ["L0", "L1"] and "level must be one of" in agent.last_error
     assert "class Model(nn.Module)" in p.calls[0][1].content
@@ -208,7 +226,8 @@ def test_router_repairs_then_routes(server):
     server.push({"tool": {"name": "route", "arguments": {"level": "L3", "reason": "?"}}},
                 {"tool": {"name": "route", "arguments": {"level": "l2", "reason": "scalar inner loop"}}})
     r = LLMRouter(provider("openai"), views=lambda c, x: {"summary": "1 kernel"})
-    assert r.route(None, CTX) == ("L2", "scalar inner loop")
+    assert isinstance(r, Router) and r.state() == {}  # the loop's Router, nothing to checkpoint
+    assert r.route(None, None, CTX) == ("L2", "scalar inner loop")
     body = server.requests[0].body
     assert body["tools"][0]["function"]["name"] == "route"
     assert body["tools"][0]["function"]["parameters"]["properties"]["level"]["enum"] == ["L0", "L1", "L2"]
@@ -217,5 +236,5 @@ def test_router_repairs_then_routes(server):
 
 def test_router_falls_back_without_raising():
     r = LLMRouter(Scripted(["no idea", "still no idea"]), levels=["L0", "L2"], max_repairs=1)
-    level, reason = r.route(None, CTX)
+    level, reason = r.route(None, None, CTX)
     assert level == "L0" and reason.startswith("fallback: no usable reply after 1 repair(s)")

@@ -299,7 +299,7 @@ def test_key_never_written(server, tmp_path, monkeypatch, caplog):
     p = make_provider("openai:gpt-4o-mini", cfg(timeout_s=0.5, max_retries=5), led, record_to=run / "llm.jsonl",
                       backoff_s=0.01)
     agent = LLMAgent("L1", p, views=lambda c, ctx: {"tir": "def f(): ...", "task_contract": "x"},
-                     check=lambda e: None)
+                     check=lambda c, e: None)
     edits = agent.propose(None, AgentContext(task_id="t", backend="llvm", level="L1"))
     assert len(edits) == 1 and agent.last_report.repairs == 1
     with pytest.raises(ProviderError) as ei:

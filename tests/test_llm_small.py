@@ -163,7 +163,7 @@ def _views(candidate, ctx):
     return {"tir": GELU_TIR + "\n" + "# filler\n" * 4000, "kernel": "gelu_tanh", "task_contract": "y = gelu(x)"}
 
 
-def _check(e: Edit) -> str | None:
+def _check(candidate, e: Edit) -> str | None:
     first = e.payload["trace"][0]
     return None if first.get("prim") == "get_sblock" and first["args"] == ["compute"] else "the first step must get 'compute'"
 

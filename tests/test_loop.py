@@ -129,3 +129,28 @@ def test_resume_after_a_crash_evaluates_nothing_twice(tmp_path):
     assert run_graph(ctx2, resume=True)["done"]  # resuming a finished run changes nothing
     assert len(ctx2.tree.nodes()) == 4
     ctx2.tree.close()
+
+
+def test_a_child_is_evaluated_and_expanded_as_one_candidate(tmp_path):
+    """The candidate `propose` made is the one evaluated, routed and expanded: not parsed from
+    candidate.json again at each step; the tree's copy reads back equal to it."""
+
+    class Seeing(ScriptedAgent):
+        def propose(self, candidate, context):
+            self.seen = [*getattr(self, "seen", []), candidate]
+            return super().propose(candidate, context)
+
+    class SeeingEvaluator(TableEvaluator):
+        def evaluate_full(self, task, candidate=None, *, profile: bool = False):
+            self.seen = [*getattr(self, "seen", []), candidate]
+            return super().evaluate_full(task, candidate, profile=profile)
+
+    l2 = Seeing("L2", [[opt(**{"opt-level": 1})], [opt(**{"opt-level": 2})]])
+    ev = SeeingEvaluator({'{"opt-level": 1}': 2.0, '{"opt-level": 2}': 3.0})
+    ctx = make_ctx(tmp_path, {"L2": l2}, ev, "run.routing=fixed:L2", "run.max_evals=3")
+    run_graph(ctx)
+    assert [(n.id, n.parent) for n in ctx.tree.nodes()] == [(1, None), (2, 1), (3, 2)]
+    assert l2.seen[0] is ev.seen[0] and l2.seen[1] is ev.seen[1]  # root, then node 2: one object each
+    stored = ir.Candidate.model_validate_json(ctx.tree.artifact(2, "candidate.json"))
+    assert stored == ev.seen[1] and stored.target_opts == {"opt-level": 1}
+    ctx.tree.close()

@@ -150,6 +150,42 @@ def test_bad_arguments_one_line(args, needle, tmp_path):
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
+@pytest.mark.parametrize(("key", "value", "needle"), [("routing", "psychic", "routing"), ("layers", ["L0", "L9"], "L9"),
+                                                      ("routing", "fixed:L2", "not in layers")])
+def test_resume_checks_the_folders_config(key, value, needle, tmp_path):
+    """A run folder's config.yaml meets the checks a new run's options do (the config's validators)."""
+    import yaml
+
+    from leka.core.config import LekaConfig, dump_config
+
+    d = tmp_path / "run"
+    d.mkdir()
+    cfg = LekaConfig().model_dump(mode="json")
+    cfg["run"].update({"layers": ["L0", "L1"]}, **{key: value})
+    (d / "config.yaml").write_text(yaml.safe_dump(cfg))
+    (d / "run.json").write_text(json.dumps({"task": "mbv2", "task_path": MBV2}))
+    r = leka("run", "--resume", str(d), "--quiet")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and needle in lines[0] and "--resume" in lines[0], r.stderr
+    assert sorted(p.name for p in d.iterdir()) == ["config.yaml", "run.json"]  # nothing was started
+    dump_config(LekaConfig(), d / "config.yaml")  # and the folder's own, valid config passes the check
+    assert LekaConfig.model_validate(yaml.safe_load((d / "config.yaml").read_text())).run.routing == "profile"
+
+
+def test_config_checks_routing_and_layers_whatever_sets_them():
+    from leka.core.config import load_config
+    from leka.core.types import UserError
+
+    with pytest.raises(UserError, match="run.routing: .*unknown routing mode 'psychic'"):
+        load_config([], ["run.routing=psychic"])
+    with pytest.raises(UserError, match="run.layers: .*L9"):
+        load_config([], [], options={"run": {"layers": ["L0", "L9"]}})
+    with pytest.raises(UserError, match="fixed:L2 routes to a level not in layers"):
+        load_config([], ["run.layers=[L0,L1]"], options={"run": {"routing": "fixed:L2"}})
+    # typed options sit between the files and `--set`: an explicit key=value still wins
+    cfg = load_config([], ["run.seed=7"], options={"run": {"seed": 3, "routing": "random"}, "llm": {"model": "a'b"}})
+    assert (cfg.run.seed, cfg.run.routing, cfg.llm.model) == (7, "random", "a'b")
+
 def test_unwritable_out_one_line(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

@@ -285,7 +285,7 @@ def test_grid_report_html_shows_intervals():
 
 
 def test_run_report_shows_the_interval_and_loaded_evaluations():
-    from leka.run import render_report
+    from leka.report import render_report
 
     summary = {"task": "t", "backend": "llvm", "best_node": 3, "best_speedup": 1.534, "best_speedup_lo": 1.41,
                "best_speedup_hi": 1.664, "best_faster": True, "best_loaded": True, "baseline": "untuned TVM",

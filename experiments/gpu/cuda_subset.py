@@ -193,7 +193,6 @@ def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None
     from benchmark.refs import flat_outputs
     from benchmark.roots import load_root
     from benchmark.task import resolve
-    from benchmark.worker import compare
     from leka import ir
     from leka import tvm_adapter as A
 
@@ -217,38 +216,53 @@ def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None
         tin = [torch.from_numpy(a.copy()).to("cuda") for a in inputs]
         compiled = _torch_compiled(mc, tin, res)
         with gpu_timing.gpu_lock():
-            dev = A.device_for("cuda")
-            fl = A.L2Flusher(dev)
-            timers = {}
-            for key, ex in (("best", ex_best), ("dlight", ex_dl), ("ms", ms)):
-                if ex is None:
-                    continue
-                r = A.VMRunner(ex, dev)
-                args = r.to_device(inputs)
-                outs = [o.numpy() for o in r.run_device(args)]
-                kind, msg, _, _ = compare(outs, refs, task.atol, task.rtol)
-                res[f"{key}_check"] = kind or "ok"
-                timers[key] = gpu_timing.tvm_gpu_timer(r, args, fl).sample
-            for key, fn in (("eager", mc), ("compile", compiled)):
-                if fn is None:
-                    continue
-
-                def call(fn=fn):
-                    with torch.no_grad():
-                        fn(*tin)
-
-                try:
-                    call()
-                except Exception as e:  # noqa: BLE001 - a model that cannot run on the GPU loses its cell only
-                    res[f"{key}_error"] = f"{type(e).__name__}: {str(e)[:200]}"
-                    continue
-                timers[key] = gpu_timing.torch_cuda_timer(call, fl).sample
-            res["t"] = _time(timers)
+            res["t"] = _time(_gpu_timers(res, task, inputs, refs, tin,
+                                         {"best": ex_best, "dlight": ex_dl, "ms": ms},
+                                         {"eager": mc, "compile": compiled}))
         tb = res["t"]["best"]
         res["vs"] = {k: v / tb for k, v in res["t"].items() if k != "best"}
     except Exception as e:  # noqa: BLE001
         res["error"] = f"{type(e).__name__}: {e}"[:600] + "\n" + traceback.format_exc()[-800:]
     return res
+
+
+def _gpu_timers(res: dict, task, inputs: list, refs: list, tin: list, executables: dict, torch_fns: dict) -> dict:
+    """{name: timer} for each TVM executable (checked against the references first, into `res`) and
+    each torch callable (run once first: one that cannot run on the GPU loses its cell only), all under
+    one L2 flusher. Called inside the GPU lock."""
+    import torch
+
+    from benchmark import gpu_timing
+    from benchmark.worker import compare
+    from leka import tvm_adapter as A
+
+    dev = A.device_for("cuda")
+    fl = A.L2Flusher(dev)
+    timers = {}
+    for key, ex in executables.items():
+        if ex is None:
+            continue
+        r = A.VMRunner(ex, dev)
+        args = r.to_device(inputs)
+        outs = [o.numpy() for o in r.run_device(args)]
+        kind, msg, _, _ = compare(outs, refs, task.atol, task.rtol)
+        res[f"{key}_check"] = kind or "ok"
+        timers[key] = gpu_timing.tvm_gpu_timer(r, args, fl).sample
+    for key, fn in torch_fns.items():
+        if fn is None:
+            continue
+
+        def call(fn=fn):
+            with torch.no_grad():
+                fn(*tin)
+
+        try:
+            call()
+        except Exception as e:  # noqa: BLE001 - a model that cannot run on the GPU loses its cell only
+            res[f"{key}_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+            continue
+        timers[key] = gpu_timing.torch_cuda_timer(call, fl).sample
+    return timers
 
 
 def fmt(x, spec=".2f") -> str:

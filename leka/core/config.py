@@ -13,7 +13,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from leka.backends import get_backend
-from leka.core.types import UserError
+from leka.core.levels import ROUTING_MODES
+from leka.core.types import LEVELS, UserError
 
 
 class _Section(BaseModel):
@@ -119,6 +120,36 @@ class RunConfig(_Section):
     explore: float = 0.3  # weight of the exploration term in node selection
     search: Literal["tree", "greedy"] = "tree"  # greedy: expand only the current best (an ablation)
 
+    # checked here, not by the command line, so a config file, `--set`, the experiment runner and
+    # `--resume` (the run folder's config.yaml) all meet the same checks
+    @field_validator("budget_s")
+    @classmethod
+    def _positive_budget(cls, v: float) -> float:
+        if v <= 0:
+            raise ValueError("budget must be more than zero")
+        return v
+
+    @field_validator("layers")
+    @classmethod
+    def _known_layers(cls, v: list[str]) -> list[str]:
+        bad = [lv for lv in v if lv not in LEVELS]
+        if bad or not v:
+            raise ValueError(f"unknown level(s) {bad}; use a comma list of {', '.join(LEVELS)}")
+        return v
+
+    @field_validator("routing")
+    @classmethod
+    def _known_routing(cls, v: str) -> str:
+        if v not in ROUTING_MODES:
+            raise ValueError(f"unknown routing mode {v!r}; use one of {', '.join(ROUTING_MODES)}")
+        return v
+
+    @model_validator(mode="after")
+    def _fixed_level_enabled(self) -> RunConfig:
+        if self.routing.startswith("fixed:") and self.routing.split(":", 1)[1] not in self.layers:
+            raise ValueError(f"routing {self.routing} routes to a level not in layers {self.layers}")
+        return self
+
 
 class TunerConfig(_Section):
     """MetaSchedule as a tool of the L1 agent (issue 19; agents/l1_tune.py). Off by default: the
@@ -204,7 +235,10 @@ def _set_dotted(d: dict[str, Any], key: str, value: Any) -> None:
     d[last] = value
 
 
-def load_config(files: list[str | Path] = (), overrides: list[str] = ()) -> LekaConfig:
+def load_config(files: list[str | Path] = (), overrides: list[str] = (),
+                options: dict[str, Any] | None = None) -> LekaConfig:
+    """`options`: typed values (the command line's options, as a nested mapping), merged after the
+    files and before the `key=value` overrides, so an explicit `--set` still wins."""
     data: dict[str, Any] = {}
     for f in files:
         p = Path(f)
@@ -214,17 +248,23 @@ def load_config(files: list[str | Path] = (), overrides: list[str] = ()) -> Leka
         if not isinstance(loaded, dict):
             raise UserError(f"config file {f}: expected a mapping at the top level")
         data = _merge(data, loaded)
+    data = _merge(data, options or {})
     for o in overrides:
         if "=" not in o:
             raise UserError(f"override {o!r}: expected key=value")
         k, v = o.split("=", 1)
         _set_dotted(data, k.strip(), yaml.safe_load(v))
+    return validate_config(data)
+
+
+def validate_config(data: Any, source: str = "config") -> LekaConfig:
+    """The config from plain data; a bad value becomes one UserError line naming its key."""
     try:
         return LekaConfig.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise UserError(f"config: {where}: {first['msg']}") from e
+        where = ".".join(str(x) for x in first["loc"])  # empty for a check across fields
+        raise UserError(f"{source}: {where + ': ' if where else ''}{first['msg']}") from e
 
 
 def dump_config(cfg: LekaConfig, path: str | Path) -> None:

@@ -56,3 +56,7 @@ LEVEL_SPECS: dict[str, LevelSpec] = {
 }
 
 assert tuple(LEVEL_SPECS) == LEVELS, "LEVEL_SPECS must list every level of leka.core.types.LEVELS in order"
+
+
+# `run.routing` (leka.core.config): the hardware-sensing router reads the profile; the others are ablations
+ROUTING_MODES: tuple[str, ...] = ("profile", "round_robin", "random", *(f"fixed:{lv}" for lv in LEVELS))

@@ -29,6 +29,9 @@ class AgentContext:
     vector_lanes: int = 16
     num_cores: int = 2
     extra: dict[str, Any] = field(default_factory=dict)
+    # time.monotonic() at which the run's wall-clock budget ends: an agent's own long calls (a model,
+    # a tuner) stop there. None: no deadline
+    deadline: float | None = None
 
 
 @runtime_checkable

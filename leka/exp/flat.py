@@ -48,7 +48,7 @@ class FlatRouter:
         return None
 
 
-def flat_agents(cfg, focus, root, task, run_dir):
+def flat_agents(cfg, root, task, run_dir):
     """`leka.run.run(agents_factory=...)`: the same flat agent behind every level slot, so a node the
     graph marks exhausted for one slot falls through to the same agent with the next slot."""
     if cfg.run.policy != "rules":

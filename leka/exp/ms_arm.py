@@ -72,7 +72,8 @@ def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
     from benchmark.evaluator import Evaluator
     from benchmark.task import resolve
     from leka.core.config import load_config
-    from leka.run import baseline_label, new_run_dir
+    from leka.report import baseline_label
+    from leka.run import new_run_dir
 
     cfg = ctx.cfg
     task = resolve(job.task)

@@ -274,6 +274,13 @@ def _zero_lowered(c: Candidate, target, root_params) -> Any:
     return _LOWER_CACHE[key]
 
 
+def unscheduled_module(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None) -> Any:
+    """The candidate after the zero pipeline, before its L1 entries (and DLight on GPUs): the PrimFuncs
+    an L1 edit is keyed by. From the lowering cache, so the loop lowers a candidate once for its edit,
+    its views and its agents alike."""
+    return _zero_lowered(c, target, root_params)
+
+
 def l1_function(entry: L1Entry, func):
     """The scheduled PrimFunc an L1 entry makes of the unscheduled `func`."""
     if entry.tir_text:

@@ -8,6 +8,6 @@
 | `context` | `RunContext`: the live objects of a run (tree, evaluator, agents, router), given to every node as LangGraph's run context |
 | `nodes` | the node functions `init`, `sense`, `route`, `propose`, `evaluate`, `select`, `finish` |
 | `select` | `choose_next`: best-first node selection with exploration and noise bands |
-| `routers` | the `Router` adapters and `make_router` for the policy |
+| `routers` | `make_router`: the policy's router (it implements `Router` itself) |
 | `graph` | `build_graph` (edges from the level table), `run_graph` with SQLite checkpoints |
 """

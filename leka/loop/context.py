@@ -4,6 +4,7 @@ checkpointed: rebuilt from the run folder on resume)."""
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,14 +19,7 @@ from leka.core.task import Task
 from leka.core.types import LEVELS, Edit, edit_digest
 from leka.loop.state import RunState
 
-
-@dataclass
-class Focus:
-    """What the loop works on now, read by the LLM agents' callbacks: their `check` applies an edit to
-    the candidate being expanded, their calls stop at the budget's deadline (time.monotonic())."""
-
-    candidate: ir.Candidate | None = None
-    deadline: float | None = None
+CANDIDATES_KEPT = 16  # more than a batch of children (variants_per_call) plus the node they came from
 
 
 @dataclass
@@ -40,9 +34,11 @@ class RunContext:
     root: ir.Root
     ledger: Any = None
     on_event: Callable[[str, dict[str, Any]], None] = lambda kind, info: None
-    focus: Focus = field(default_factory=Focus)
     t_mark: float = field(default_factory=time.monotonic)
     wait_mark: float = 0.0  # the evaluator's slot waiting (benchmark/slots.py) counted up to t_mark
+    # candidates by node id, as `propose` made them or as read once from the tree: a child is
+    # evaluated, routed and expanded from one object, not parsed from candidate.json each time
+    _candidates: OrderedDict[int, ir.Candidate] = field(default_factory=OrderedDict, repr=False)
 
     @property
     def workdir(self) -> Path:
@@ -84,10 +80,21 @@ class RunContext:
 
     # ---- candidates -----------------------------------------------------------------------------
     def candidate(self, nid: int) -> ir.Candidate:
-        data = self.tree.artifact(nid, "candidate.json")
-        if data is None:
-            raise KeyError(f"node {nid} has no candidate.json")
-        return ir.Candidate.model_validate_json(data)
+        got = self._candidates.get(nid)
+        if got is None:
+            data = self.tree.artifact(nid, "candidate.json")
+            if data is None:
+                raise KeyError(f"node {nid} has no candidate.json")
+            got = ir.Candidate.model_validate_json(data)
+        self.keep_candidate(nid, got)
+        return got
+
+    def keep_candidate(self, nid: int, cand: ir.Candidate) -> None:
+        """Remember a node's candidate (the few latest: a Level-3 candidate's texts are large)."""
+        self._candidates[nid] = cand
+        self._candidates.move_to_end(nid)
+        while len(self._candidates) > CANDIDATES_KEPT:
+            self._candidates.popitem(last=False)
 
     def level_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(LEVELS, 0)
@@ -115,7 +122,7 @@ class RunContext:
             lineage_text=lineage_text(self.tree, nid), tried=tried, seed=self.cfg.run.seed + state.get("iteration", 0),
             variants=self.cfg.run.variants_per_call, vector_lanes=A.vector_lanes_fp32(target),
             num_cores=int(A.target_json(target).get("num-cores", 2) or 2),
-            extra=extra,
+            extra=extra, deadline=self.deadline(state),
         )
 
 

@@ -5,7 +5,6 @@ evaluated yet is evaluated on resume; an evaluated one is not redone."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +31,7 @@ def init(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     res, prof = ctx.evaluator.evaluate_full(ctx.task, cand, profile=True)
     nid = ctx.tree.add_node(None, None, None, cand.digest, result=res, profile=prof,
                             artifacts=artifacts(cand), meta={"eval_s": res.wall_s})
+    ctx.keep_candidate(nid, cand)
     ctx.on_event("evaluated", {"node": nid, "result": res, "level": None})
     return {**fresh_state(), "current": nid, "evals": 1, "budget_used_s": ctx.tick(state)}
 
@@ -43,7 +43,6 @@ def sense(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     stop = ctx.over_budget(used, state.get("evals", 0))
     if stop:
         return {"budget_used_s": used, "done": True, "stop_reason": stop}
-    ctx.focus.deadline = time.monotonic() + max(0.0, ctx.cfg.run.budget_s - used)
     ctx.on_event("sense", {"node": state["current"], "budget_used_s": used})
     return {"budget_used_s": used}
 
@@ -72,7 +71,6 @@ def route(state: RunState, runtime: Runtime[RunContext]) -> RunState:
 
 def _ask_agent(ctx: RunContext, level: str, cand: ir.Candidate, agent_ctx) -> tuple[list[Edit], dict | None]:
     agent = ctx.agents[level]
-    ctx.focus.candidate = cand
     if ctx.ledger is None:
         return agent.propose(cand, agent_ctx) or [], None
     with ctx.ledger.tagged(level):
@@ -85,7 +83,7 @@ def _apply(ctx: RunContext, cand: ir.Candidate, edit: Edit) -> EditOutcome:
     """Apply without a build check: the evaluation builds the candidate anyway (a build failure comes
     back as a failed node with error_kind "compile"), and at Level 3 a second build in this process
     costs as much as the rest of the evaluation. An LLM edit was build-checked by its agent already
-    (leka.run `check`); apply_edit's memo hands that outcome back here."""
+    (leka.policy `check_edit`); apply_edit's memo hands that outcome back here."""
     return apply_edit(cand, edit, workdir=ctx.workdir, root_params=ctx.root.params, build_check=False)
 
 
@@ -121,8 +119,10 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
             continue  # the same candidate exists (reached another way): nothing new to learn
         meta.update({"carried": out.carried, "invalidated": out.invalidated})
         # the edit's own level: a `flat` agent (experiment arm) proposes any level from one slot
-        proposed.append(ctx.tree.add_node(nid, edit.level, edit, new.digest, route_reason=reason,
-                                          artifacts=artifacts(new), meta=meta))
+        child = ctx.tree.add_node(nid, edit.level, edit, new.digest, route_reason=reason,
+                                  artifacts=artifacts(new), meta=meta)
+        ctx.keep_candidate(child, new)
+        proposed.append(child)
     upd: RunState = {"proposed": proposed}
     if not proposed:
         ex = dict(state.get("exhausted", {}))

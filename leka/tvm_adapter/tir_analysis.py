@@ -66,40 +66,24 @@ def _is_copy(e) -> bool:
     return False
 
 
+_ITER_KINDS = {0: "S", 2: "R", 1: "T", 3: "O", 4: "U"}
+
+
 def sblock_summaries(func: tvm.tirx.PrimFunc) -> list[dict[str, Any]]:
     """One record per s_tir block (root excluded): name, iteration kinds ("S"/"R"/...), how often
     the block runs (product of its iteration domains, so splits and reorders do not change it), float
     ops per run, whether it only copies data, and whether it multiplies two loads (multiply-add)."""
     from tvm import tirx
 
-    kinds = {0: "S", 2: "R", 1: "T", 3: "O", 4: "U"}
     out: list[dict[str, Any]] = []
 
     def visit(stmt) -> None:
         if stmt is None:
             return
         if isinstance(stmt, s_tir.SBlockRealize):
-            b = stmt.block
-            if b.name_hint != "root":
-                iters = "".join(kinds.get(int(iv.iter_type), "?") for iv in b.iter_vars)
-                extents = []
-                for iv in b.iter_vars:
-                    try:
-                        extents.append(int(iv.dom.extent))
-                    except (TypeError, ValueError):
-                        extents.append(1)
-                stores: list[Any] = []
-                collect_stores(b.body, stores)
-                ops, muls, copy = 0, [], bool(stores)
-                for st in stores:
-                    n, m = _expr_ops(st.value)
-                    ops, muls = ops + n, muls + m
-                    copy = copy and _is_copy(st.value)
-                out.append({"name": str(b.name_hint), "iters": iters, "extents": extents,
-                            "executions": int(np.prod(extents)) if extents else 1, "ops": ops,
-                            "copy": copy, "mul_of_loads": "loads" in muls, "has_init": b.init is not None,
-                            "stores": [str(st.buffer.name) for st in stores]})
-            visit(b.body)
+            if stmt.block.name_hint != "root":
+                out.append(_sblock_summary(stmt.block))
+            visit(stmt.block.body)
             return
         for attr in ("seq",):
             if hasattr(stmt, attr):
@@ -111,21 +95,45 @@ def sblock_summaries(func: tvm.tirx.PrimFunc) -> list[dict[str, Any]]:
             if isinstance(child, (tirx.Stmt, s_tir.SBlock)):
                 visit(child)
 
-    def collect_stores(stmt, acc: list) -> None:
-        # stores that belong to this block, not to nested blocks (those are visited on their own)
-        if stmt is None or isinstance(stmt, s_tir.SBlockRealize):
-            return
-        if isinstance(stmt, tirx.BufferStore):
-            acc.append(stmt)
-            return
-        if hasattr(stmt, "seq"):
-            for s in stmt.seq:
-                collect_stores(s, acc)
-            return
-        for attr in ("body", "then_case", "else_case"):
-            child = getattr(stmt, attr, None)
-            if isinstance(child, tirx.Stmt):
-                collect_stores(child, acc)
-
     visit(func.body)
     return out
+
+
+def _sblock_summary(b) -> dict[str, Any]:
+    iters = "".join(_ITER_KINDS.get(int(iv.iter_type), "?") for iv in b.iter_vars)
+    extents = []
+    for iv in b.iter_vars:
+        try:
+            extents.append(int(iv.dom.extent))
+        except (TypeError, ValueError):
+            extents.append(1)
+    stores: list[Any] = []
+    _collect_stores(b.body, stores)
+    ops, muls, copy = 0, [], bool(stores)
+    for st in stores:
+        n, m = _expr_ops(st.value)
+        ops, muls = ops + n, muls + m
+        copy = copy and _is_copy(st.value)
+    return {"name": str(b.name_hint), "iters": iters, "extents": extents,
+            "executions": int(np.prod(extents)) if extents else 1, "ops": ops,
+            "copy": copy, "mul_of_loads": "loads" in muls, "has_init": b.init is not None,
+            "stores": [str(st.buffer.name) for st in stores]}
+
+
+def _collect_stores(stmt, acc: list) -> None:
+    """Stores that belong to this block, not to nested blocks (those are visited on their own)."""
+    from tvm import tirx
+
+    if stmt is None or isinstance(stmt, s_tir.SBlockRealize):
+        return
+    if isinstance(stmt, tirx.BufferStore):
+        acc.append(stmt)
+        return
+    if hasattr(stmt, "seq"):
+        for s in stmt.seq:
+            _collect_stores(s, acc)
+        return
+    for attr in ("body", "then_case", "else_case"):
+        child = getattr(stmt, attr, None)
+        if isinstance(child, tirx.Stmt):
+            _collect_stores(child, acc)

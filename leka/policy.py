@@ -1,0 +1,113 @@
+"""The agents of a run's policy (`run.policy`: rules or llm), its router, and MetaSchedule as the L1
+agent's tool. The LLM agents get what they need as arguments: `check(candidate, edit)` applies an edit
+to the candidate the loop hands them, and their calls stop at the AgentContext's deadline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from leka.core.config import LekaConfig
+from leka.core.types import LEVELS, Edit, UserError
+
+if TYPE_CHECKING:
+    from leka import ir
+    from leka.core.protocols import Agent, Router
+    from leka.core.task import Task
+    from leka.llm.base import Ledger
+
+Agents = tuple["dict[str, Agent]", "Router", "Ledger | None"]
+
+
+def make_agents(cfg: LekaConfig, root: ir.Root, task: Task, run_dir: Path) -> Agents:
+    """(agents by level, router, ledger) for the configured policy."""
+    from leka.loop.routers import make_router
+
+    if cfg.run.policy == "rules":
+        from agents.rules import make_rule_agents
+
+        return make_rule_agents(cfg.backend, root_params=root.params), make_router(cfg), None
+    from agents.llm_agent import LLMAgent
+    from leka.llm.base import Ledger
+    from leka.llm.factory import make_provider
+
+    if not cfg.llm.model:
+        raise UserError("--policy llm needs --model openai:MODEL | anthropic:MODEL | compat:URL|MODEL")
+    ledger = Ledger.from_config(cfg.run)
+    provider = make_provider(cfg.llm.model, cfg.llm, ledger, record_to=run_dir / "llm_transcript.jsonl")
+    views = llm_views(root, task)
+    reports = run_dir / "llm_reports.jsonl"  # one line per agent call: replies parsed, edits legal
+
+    def on_report(rep) -> None:
+        with reports.open("a") as f:
+            f.write(rep.model_dump_json() + "\n")
+
+    check = check_edit(run_dir / "work", root)
+    agents = {lv: LLMAgent(lv, provider, views=views, check=check, max_repairs=cfg.llm.max_repairs,
+                           max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
+                           context_tokens=cfg.llm.context_tokens, prompt_tokens=cfg.llm.prompt_tokens,
+                           small_schema=cfg.llm.small_schema, on_report=on_report)
+              for lv in LEVELS}
+    router = make_router(cfg, provider, views)
+    if hasattr(router, "on_report"):
+        router.on_report = on_report
+    return agents, router, ledger
+
+
+def check_edit(workdir: Path, root: ir.Root) -> Callable[[ir.Candidate, Edit], str | None]:
+    """The LLM agents' legality check: the edit applied (and built) on the candidate being expanded;
+    None when it is legal, else the reason. apply_edit memoises the outcome, so the loop's own apply
+    of a legal edit (leka.loop.nodes._apply) does not repeat the work."""
+
+    def check(candidate: ir.Candidate, edit: Edit) -> str | None:
+        from leka.ir.edits import apply_edit
+
+        return apply_edit(candidate, edit, workdir=workdir, root_params=root.params).error
+
+    return check
+
+
+def with_tuner(cfg: LekaConfig, agents: dict[str, Agent], root: ir.Root, run_dir: Path) -> dict[str, Agent]:
+    """With `tuner.enabled`, the L1 agent gets MetaSchedule as a tool (agents/l1_tune.py); its calls
+    run inside the L1 node, so the loop's wall clock charges them to the budget."""
+    if not cfg.tuner.enabled or "L1" not in agents or "L1" not in cfg.run.layers:
+        return agents
+    from agents.l1_tune import TunerL1Agent
+
+    t = cfg.tuner
+    wrapped = TunerL1Agent(agents["L1"], cfg.backend, root_params=root.params, trials=t.trials,
+                           cache_dir=cfg.baseline.cache_dir, work_dir=run_dir / "work",
+                           max_share=t.max_share, min_left_s=t.min_left_s, min_share=t.min_share,
+                           run_name=run_dir.name)
+    return {**agents, "L1": wrapped}
+
+
+def llm_views(root: ir.Root, task: Task) -> Callable[[Any, Any], dict[str, str]]:
+    from leka.ir import views as V
+
+    def views(cand, actx) -> dict[str, str]:
+        out = {"relax": V.relax_view(cand), "task_contract": task.path.read_text()[:6000]}
+        try:
+            rows = V.kernel_table(cand, root_params=root.params)
+            out["summary"] = V.kernel_table_text(cand, root_params=root.params)
+            hot = _hottest_name(actx.profile, rows)
+            if hot:
+                out["tir"] = V.tir_view(cand, hot, root_params=root.params, scheduled=False)
+                out["tir_note"] = f"(hottest kernel: {hot})"
+                out["kernel"] = hot
+                if actx.level == "L2":
+                    out["source"] = V.source_view(cand, hot, root_params=root.params)
+        except Exception as e:  # noqa: BLE001 - a view that cannot be made is said, not fatal
+            out["summary"] = f"[kernel views unavailable: {type(e).__name__}: {e}]"
+        return out
+
+    return views
+
+
+def _hottest_name(profile: dict | None, rows: list[dict]) -> str | None:
+    names = {r["name"] for r in rows}
+    for k in (profile or {}).get("kernels", []):
+        if k.get("name") in names:
+            return k["name"]
+    return rows[0]["name"] if rows else None

@@ -1,0 +1,204 @@
+"""The results of `leka run`: summary.json, report.md, tree.html, the best candidate as a deployable
+.so, and the summary table printed at the end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+from leka.core.config import LekaConfig
+from leka.core.types import LEVELS
+from leka.live import console
+
+if TYPE_CHECKING:
+    from candidate_tree import Tree
+    from leka.core.task import Task
+
+
+def write_results(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: dict[str, Any], evaluator,
+                  ledger, export: bool = True) -> dict[str, Any]:
+    """summary.json, report.md, tree.html and (with `export`) best.so + load_best.py; returns the summary."""
+    from leka.loop.context import edit_summary
+
+    best_node = tree.answer()  # never a validly timed slowdown when the root is correct
+    summary = run_summary(run_dir, cfg, task, tree, final, ledger, best_node)
+    if export and best_node is not None:
+        summary["export"] = export_best(run_dir, task, tree, best_node, evaluator)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    (run_dir / "report.md").write_text(render_report(summary, tree, best_node, edit_summary, ledger))
+    try:
+        tree.export_html(run_dir / "tree.html")
+    except Exception as e:  # noqa: BLE001 - the view is a convenience, never worth failing the run
+        console.print(f"[yellow]tree.html not written: {e}[/]")
+    return summary
+
+
+def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: dict[str, Any], ledger,
+                best_node) -> dict[str, Any]:
+    """What summary.json says of a finished run (the experiment runner and the report read it)."""
+    nodes = tree.nodes()
+    by_level = {lv: sum(1 for n in nodes if n.level == lv) for lv in LEVELS}
+    summary: dict[str, Any] = {
+        "task": task.id, "backend": cfg.backend, "run_dir": str(run_dir),
+        "best_node": best_node.id if best_node else None,
+        "best_speedup": best_node.result.speedup if best_node else None,
+        # its confidence interval (benchmark/stats.py); "faster" = the lower bound above 1
+        "best_speedup_lo": best_node.result.speedup_lo if best_node and best_node.result else None,
+        "best_speedup_hi": best_node.result.speedup_hi if best_node and best_node.result else None,
+        "best_faster": bool(best_node and best_node.result and best_node.result.is_faster(1.0)),
+        "best_loaded": bool(best_node and best_node.result and best_node.result.loaded),
+        # timings during which other processes used the machine (extra["machine_load"], benchmark/load.py)
+        "timed_evaluations": sum(1 for n in nodes if n.result is not None and n.result.speedup is not None),
+        "loaded_evaluations": sum(1 for n in nodes if n.result is not None and n.result.loaded),
+        "ci_level": cfg.evaluator.ci_level,
+        "baseline": baseline_label(cfg.baseline.kind, cfg.baseline.trials),
+        "best_correct": bool(best_node and best_node.result.correct),
+        "best_timing_valid": bool(best_node and best_node.result.timing_valid),
+        "nodes_by_level": by_level, "nodes_total": len(nodes),
+        "nodes_by_status": {str(s.value if hasattr(s, "value") else s): sum(1 for n in nodes if n.status == s)
+                            for s in sorted({n.status for n in nodes})},
+        "budget_used_s": round(float(final.get("budget_used_s", 0.0)), 2), "budget_s": cfg.run.budget_s,
+        "evaluations": final.get("evals", 0), "stop_reason": final.get("stop_reason", ""),
+        "policy": cfg.run.policy, "routing": cfg.run.routing, "layers": cfg.run.layers, "seed": cfg.run.seed,
+        "route_reasons": [n.route_reason for n in nodes if n.route_reason][:50],
+    }
+    if cfg.baseline.kind == "untuned":  # the old key, kept only where its name is true
+        summary["best_speedup_vs_untuned"] = summary["best_speedup"]
+    if cfg.tuner.enabled:
+        summary["tuner"] = tuner_summary(run_dir)
+    if ledger is not None:
+        summary["llm"] = {**ledger.to_dict(records=False), "by_agent": llm_by_tag(ledger)}
+        summary["llm_nodes"] = {lv: sum(1 for n in nodes if n.level == lv and n.meta.get("llm_usage")) for lv in LEVELS}
+    return summary
+
+
+def export_best(run_dir: Path, task: Task, tree: Tree, best_node, evaluator) -> dict[str, str]:
+    """best.so (a Relax VM executable) and its loader, from one more build of the best candidate."""
+    from leka import ir
+
+    cand = ir.Candidate.model_validate_json(tree.artifact(best_node.id, "candidate.json"))
+    so = run_dir / "best.so"
+    res = evaluator.evaluate(task, cand, time_it=False, export=str(so))
+    if res.correct and so.exists():
+        (run_dir / "load_best.py").write_text(LOADER.format(task=task.id))
+        return {"so": "best.so", "loader": "load_best.py"}
+    return {"error": res.error or "export failed"}
+
+
+def baseline_label(kind: str, trials: int) -> str:
+    """What a speedup is measured against, in words (summary.json, report.md, the live view)."""
+    return {"untuned": "untuned TVM", "tuned": f"MetaSchedule-tuned TVM ({trials} trials)",
+            "torch": "PyTorch eager", "ort": "ONNX Runtime"}.get(kind, kind)
+
+
+def tuner_summary(run_dir: Path) -> dict[str, Any]:
+    """What the MetaSchedule tool did in a run: calls, trials and seconds (all charged to the budget)."""
+    calls = [json.loads(p.read_text()) for p in sorted((run_dir / "work" / "ms-l1").glob("*/tuning.json"))]
+    return {"calls": len(calls), "ok": sum(1 for c in calls if c.get("ok")),
+            "trials": sum(int(c.get("trials") or 0) for c in calls),
+            "seconds": round(sum(float(c.get("seconds") or 0.0) for c in calls), 1), "kernels": calls}
+
+
+def llm_by_tag(ledger) -> dict[str, dict[str, Any]]:
+    """Calls, tokens and cost per agent (the ledger's tag: L0, L1, L2, router)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in ledger.records:
+        t = out.setdefault(r.tag or "untagged", {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})
+        t["calls"] += 1
+        t["input_tokens"] += r.input_tokens
+        t["output_tokens"] += r.output_tokens
+        t["cost_usd"] = round(t["cost_usd"] + r.cost_usd, 6)
+    return out
+
+
+def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger) -> str:
+    from benchmark.stats import fmt_interval
+
+    lines = [f"# LEKA run: {summary['task']} ({summary['backend']})", ""]
+    sp = summary["best_speedup"]
+    ci = fmt_interval(sp, summary.get("best_speedup_lo"), summary.get("best_speedup_hi")) if sp else "n/a"
+    lines += [f"- best node: #{summary['best_node']}, speedup vs {summary['baseline']}: {ci} "
+              f"({round(100 * summary.get('ci_level', 0.95))}% interval; faster, its lower bound above 1: "
+              f"{summary.get('best_faster', False)}), correct: {summary['best_correct']}"
+              + (" - timed on a loaded machine" if summary.get("best_loaded") else ""),
+              f"- loaded machine: {summary.get('loaded_evaluations', 0)} of {summary.get('timed_evaluations', 0)} "
+              "timed evaluations ran while other processes used the CPU (their intervals carry that noise)",
+              f"- nodes: {summary['nodes_total']} ({', '.join(f'{k} {v}' for k, v in summary['nodes_by_level'].items())}); "
+              f"statuses: {summary['nodes_by_status']}",
+              f"- budget used: {summary['budget_used_s']:.0f} s of {summary['budget_s']:.0f} s; "
+              f"evaluations: {summary['evaluations']}; stopped: {summary['stop_reason'] or 'finished'}",
+              f"- policy `{summary['policy']}`, routing `{summary['routing']}`, layers {summary['layers']}, "
+              f"seed {summary['seed']}", ""]
+    if best_node is not None:
+        lines += ["## Lineage of the best candidate", "",
+                  "| step | node | level | route reason | edit | speedup | effect vs parent |",
+                  "|---|---|---|---|---|---|---|"]
+        prev = None
+        for i, n in enumerate(tree.lineage(best_node.id)):
+            s = n.result.speedup if n.result else None
+            eff = f"{s / prev:.2f}x" if (s and prev) else "-"
+            sci = fmt_interval(s, n.result.speedup_lo, n.result.speedup_hi) if (s and n.result) else "-"
+            lines.append(f"| {i} | #{n.id} | {n.level or 'root'} | {(n.route_reason or '-').replace('|', '/')[:140]} "
+                         f"| {edit_summary(n.edit).replace('|', '/')} | {sci} | {eff} |")
+            prev = s or prev
+            if n.edit is not None and n.edit.rationale:
+                lines.append(f"|  |  |  | rationale: {n.edit.rationale[:160].replace('|', '/')} |  |  |  |")
+        lines.append("")
+    if ledger is not None:
+        d = ledger.to_dict(records=False)
+        lines += ["## LLM accounting", "",
+                  f"- calls: {d['calls']} ({d['failed_calls']} failed, {d['attempts']} attempts), input tokens: "
+                  f"{d['input_tokens']}, output tokens: {d['output_tokens']}, cost: ${d['cost_usd']:.4f}"
+                  + (f" ({d['unpriced_calls']} calls of unpriced models count $0)" if d["unpriced_calls"] else ""),
+                  "", "| agent | calls | input tokens | output tokens | cost |", "|---|---|---|---|---|"]
+        for tag, t in llm_by_tag(ledger).items():
+            lines.append(f"| {tag} | {t['calls']} | {t['input_tokens']} | {t['output_tokens']} | ${t['cost_usd']:.4f} |")
+        lines.append("")
+    failed = [n for n in tree.nodes() if n.status == "failed"][:10]
+    if failed:
+        lines += ["## Failed attempts (first 10)", ""]
+        for n in failed:
+            err = (n.result.error or "").splitlines()[0][:200] if n.result else ""
+            lines.append(f"- #{n.id} {n.level} {edit_summary(n.edit)}: {n.result.error_kind if n.result else ''}: {err}")
+        lines.append("")
+    lines += ["Files: `tree.sqlite` (every node), `tree.html` (interactive view), `config.yaml`, `summary.json`, "
+              "`best.so` + `load_best.py`.", ""]
+    return "\n".join(lines)
+
+
+def summary_table(s: dict[str, Any]) -> Table:
+    t = Table(title=f"LEKA summary: {s['task']} ({s['backend']})")
+    t.add_column("metric")
+    t.add_column("value")
+    from benchmark.stats import fmt_interval
+
+    sp = s.get("best_speedup")
+    rows = [("best node", s.get("best_node")),
+            (f"best speedup vs {s.get('baseline')}",
+             fmt_interval(sp, s.get("best_speedup_lo"), s.get("best_speedup_hi")) if sp else "n/a"),
+            ("loaded evaluations", f"{s.get('loaded_evaluations', 0)} of {s.get('timed_evaluations', 0)}"),
+            ("best correct", s.get("best_correct")), ("nodes by level", s.get("nodes_by_level")),
+            ("evaluations", s.get("evaluations")), ("budget used", f"{s.get('budget_used_s', 0):.0f} s"),
+            ("stopped", s.get("stop_reason") or "finished"), ("run folder", s.get("run_dir")),
+            ("export", (s.get("export") or {}).get("so", (s.get("export") or {}).get("error")))]
+    for k, v in rows:
+        t.add_row(k, str(v))
+    return t
+
+
+LOADER = '''"""Load the best candidate LEKA found for {task} (a Relax VM executable) and run it."""
+import sys
+
+import numpy as np
+import tvm
+from tvm import relax
+
+lib = tvm.runtime.load_module(sys.argv[1] if len(sys.argv) > 1 else "best.so")
+vm = relax.VirtualMachine(lib, tvm.cpu())
+# inputs: the task's get_inputs() as numpy arrays, in order (weights are baked into the module)
+# out = vm["main"](*[tvm.runtime.tensor(a) for a in inputs])
+print("loaded; call vm['main'](*inputs)", vm)
+'''
