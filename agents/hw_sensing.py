@@ -73,11 +73,17 @@ def _pct(x: float) -> str:
     return f"{x:.0%}" if x >= 0.01 or x == 0 else f"{x:.1%}"
 
 
-def score_levels(report: ProfileReport, tuner: bool = False) -> dict[str, tuple[float, str]]:
-    """{level: (score, evidence)} from a profile; every level gets a score and a reason. `tuner`: the L1
-    agent has MetaSchedule as a tool (then a scheduled hot kernel argues for L1 with W_TUNE)."""
-    out: dict[str, tuple[float, str]] = {}
-    # --- L0: graph-level evidence; the strongest one speaks
+def _gap(k) -> float:
+    return 1.0 - min(1.0, max(0.0, k.roof_fraction))
+
+
+def _where(k) -> str:
+    return (f"hot kernel {k.name} ({_pct(k.share)} of time, {k.kind}) at {_pct(k.roof_fraction)} "
+            f"of its {k.bound} roof")
+
+
+def _score_l0(report: ProfileReport) -> tuple[float, str]:
+    """Graph-level evidence; the strongest one speaks."""
     ev: list[tuple[float, str]] = [(0.0, "no graph-level evidence (no layout copies, few small kernels)")]
     layout = [k for k in report.kernels if k.kind == "layout"]
     if layout and report.layout_share > 0:
@@ -99,56 +105,56 @@ def score_levels(report: ProfileReport, tuner: bool = False) -> dict[str, tuple[
     if report.planned_bytes and report.planned_bytes > LARGE_INTERMEDIATES:
         ev.append((W_LARGE, f"{report.planned_bytes / 2**20:.0f} MiB of planned intermediates: "
                    f"large tensors between kernels"))
-    out["L0"] = max(ev, key=lambda e: e[0])
-    # --- L1: unscheduled kernels far from their roofs (the L1 agent schedules the hottest few)
-    def gap(k) -> float:
-        return 1.0 - min(1.0, max(0.0, k.roof_fraction))
+    return max(ev, key=lambda e: e[0])
 
-    def where(k) -> str:
-        return (f"hot kernel {k.name} ({_pct(k.share)} of time, {k.kind}) at {_pct(k.roof_fraction)} "
-                f"of its {k.bound} roof")
 
-    movers = [k for k in report.kernels if k.kind != "layout"]
+def _score_l1(movers: list, tuner: bool) -> tuple[float, str]:
+    """Unscheduled kernels far from their roofs (the L1 agent schedules the hottest few)."""
     todo = [k for k in movers if not k.scheduled and not k.l2_override]
     l1 = (0.0, "no compute kernel without a schedule")
     if todo:
-        s = sum(k.share * gap(k) for k in todo)
+        s = sum(k.share * _gap(k) for k in todo)
         more = f"; {len(todo) - 1} more unscheduled kernels, {_pct(sum(k.share for k in todo))} in all" \
             if len(todo) > 1 else ""
-        l1 = (s, f"{where(todo[0])}, no schedule yet{more}")
+        l1 = (s, f"{_where(todo[0])}, no schedule yet{more}")
     hot = movers[0] if movers else None
-    if hot is not None and hot.scheduled and W_RETUNE * hot.share * gap(hot) > l1[0]:
-        l1 = (W_RETUNE * hot.share * gap(hot), f"{where(hot)}, already scheduled: re-tune its schedule")
-    if tuner and hot is not None and hot.scheduled and W_TUNE * hot.share * gap(hot) > l1[0]:
-        l1 = (W_TUNE * hot.share * gap(hot), f"{where(hot)}, scheduled: search around its schedule with "
+    if hot is not None and hot.scheduled and W_RETUNE * hot.share * _gap(hot) > l1[0]:
+        l1 = (W_RETUNE * hot.share * _gap(hot), f"{_where(hot)}, already scheduled: re-tune its schedule")
+    if tuner and hot is not None and hot.scheduled and W_TUNE * hot.share * _gap(hot) > l1[0]:
+        l1 = (W_TUNE * hot.share * _gap(hot), f"{_where(hot)}, scheduled: search around its schedule with "
               "MetaSchedule (the L1 tool)")
-    out["L1"] = l1
-    # --- L2: the hottest kernel, once it has a schedule, judged by its own instructions
+    return l1
+
+
+def _score_l2(hot) -> tuple[float, str]:
+    """The hottest kernel, once it has a schedule, judged by its own instructions."""
     if hot is None:
-        out["L2"] = (0.0, "no compute kernel in the profile")
-        return out
-    weight = hot.share * gap(hot)
+        return (0.0, "no compute kernel in the profile")
+    weight = hot.share * _gap(hot)
     if hot.l2_override:
-        out["L2"] = (W_L2_VECTOR_OK * weight, f"{where(hot)}, already has an L2 source override")
-        return out
+        return (W_L2_VECTOR_OK * weight, f"{_where(hot)}, already has an L2 source override")
     if not hot.scheduled:
-        out["L2"] = (W_L2_PREMATURE * weight, f"{where(hot)}, no schedule yet: a source override is premature")
-        return out
+        return (W_L2_PREMATURE * weight, f"{_where(hot)}, no schedule yet: a source override is premature")
     expects_fma = hot.kind in COMPUTE_KINDS
     if hot.vector_fma is None:
-        out["L2"] = (W_L2_ISA_UNKNOWN * weight, f"{where(hot)}, scheduled; its instructions cannot be inspected")
-    elif (expects_fma and hot.vector_fma == 0) or (not expects_fma and (hot.vector_insns or 0) == 0):
+        return (W_L2_ISA_UNKNOWN * weight, f"{_where(hot)}, scheduled; its instructions cannot be inspected")
+    if (expects_fma and hot.vector_fma == 0) or (not expects_fma and (hot.vector_insns or 0) == 0):
         what = (f"no packed FMAs in its asm ({hot.scalar_fma} scalar FMAs)" if expects_fma
                 else "no packed vector arithmetic in its asm")
-        out["L2"] = (weight, f"{where(hot)}, scheduled but scalar: {what}")
-    elif hot.kind in GEMM_KINDS and hot.bound == "compute" and hot.roof_fraction < GEMM_GAP_ROOF:
+        return (weight, f"{_where(hot)}, scheduled but scalar: {what}")
+    if hot.kind in GEMM_KINDS and hot.bound == "compute" and hot.roof_fraction < GEMM_GAP_ROOF:
         # vector FMAs are there, but register blocking / packing is what closes a gap this size
-        out["L2"] = (W_L2_GEMM_GAP * weight, f"{where(hot)}, scheduled and vectorised ({hot.vector_fma} packed "
-                     f"FMAs) but far below its compute roof: try a register-blocked micro-kernel")
-    else:
-        out["L2"] = (W_L2_VECTOR_OK * weight, f"{where(hot)}, scheduled and vectorised ({hot.vector_fma} packed "
-                     f"FMAs, {hot.vector_insns} packed ops)")
-    return out
+        return (W_L2_GEMM_GAP * weight, f"{_where(hot)}, scheduled and vectorised ({hot.vector_fma} packed "
+                f"FMAs) but far below its compute roof: try a register-blocked micro-kernel")
+    return (W_L2_VECTOR_OK * weight, f"{_where(hot)}, scheduled and vectorised ({hot.vector_fma} packed "
+            f"FMAs, {hot.vector_insns} packed ops)")
+
+
+def score_levels(report: ProfileReport, tuner: bool = False) -> dict[str, tuple[float, str]]:
+    """{level: (score, evidence)} from a profile; every level gets a score and a reason. `tuner`: the L1
+    agent has MetaSchedule as a tool (then a scheduled hot kernel argues for L1 with W_TUNE)."""
+    movers = [k for k in report.kernels if k.kind != "layout"]
+    return {"L0": _score_l0(report), "L1": _score_l1(movers, tuner), "L2": _score_l2(movers[0] if movers else None)}
 
 
 class HardwareSensingAgent:

@@ -104,32 +104,7 @@ def _place_and_annotate(r: Recorder, info: KernelInfo, main, mb: str, left: list
     cw = r.try_("cache_write", mb, 0, "global")
     if cw:
         r.do("reverse_compute_at", cw[0], v0)
-    epilogue = [n for n in left if n != main.name and n not in producers]
-    readers: dict[str, int] = {}
-    for b in info.blocks:
-        for buf in {ld.buffer for ld in b.loads}:
-            readers[buf] = readers.get(buf, 0) + 1
-    if any(readers.get(info.block(n).store.buffer, 0) > 1 for n in epilogue):
-        # an epilogue value read twice (SiLU: x * sigmoid(x)): reverse-inlining it into the write-back
-        # drops its buffer while the second reader still loads it (TVM 0.27 builds that into "Buffer
-        # T_add_intermediate is used before its definition", every conv tile of l2_conv3x3_s2_bn_silu);
-        # so the intermediate epilogue blocks are inlined into their readers first, leaving the output
-        # block, which then goes into the write-back
-        for n in epilogue:
-            if n not in info.outputs and r.try_("compute_inline", r.block(n)):
-                continue
-    for n in epilogue:
-        if not r.has_block(n):
-            continue
-        blk = r.block(n)
-        if cw and r.try_("reverse_compute_inline", blk):
-            continue
-        r.try_("reverse_compute_at", blk, v0)
-    for p in producers:
-        if r.has_block(p):
-            pb = r.block(p)
-            if not r.try_("compute_at", pb, v0):
-                r.try_("compute_inline", pb)
+    _place_at_tile(r, info, main, left, producers, cw, v0)
     # parallel over the outer tile loops (fuse those with a single child)
     fused = r.try_("fuse", *outer_tile) if len(outer_tile) > 1 else [outer_tile[0]]
     par = fused[0] if fused else outer_tile[0]
@@ -159,6 +134,36 @@ def _place_and_annotate(r: Recorder, info: KernelInfo, main, mb: str, left: list
         if init:
             il = r.loops(init[0])
             r.try_("vectorize", il[-1])
+
+
+def _place_at_tile(r: Recorder, info: KernelInfo, main, left: list[str], producers: list[str], cw, v0) -> None:
+    """Epilogues into the tile's write-back (or at the tile), producers computed at the tile."""
+    epilogue = [n for n in left if n != main.name and n not in producers]
+    readers: dict[str, int] = {}
+    for b in info.blocks:
+        for buf in {ld.buffer for ld in b.loads}:
+            readers[buf] = readers.get(buf, 0) + 1
+    if any(readers.get(info.block(n).store.buffer, 0) > 1 for n in epilogue):
+        # an epilogue value read twice (SiLU: x * sigmoid(x)): reverse-inlining it into the write-back
+        # drops its buffer while the second reader still loads it (TVM 0.27 builds that into "Buffer
+        # T_add_intermediate is used before its definition", every conv tile of l2_conv3x3_s2_bn_silu);
+        # so the intermediate epilogue blocks are inlined into their readers first, leaving the output
+        # block, which then goes into the write-back
+        for n in epilogue:
+            if n not in info.outputs and r.try_("compute_inline", r.block(n)):
+                continue
+    for n in epilogue:
+        if not r.has_block(n):
+            continue
+        blk = r.block(n)
+        if cw and r.try_("reverse_compute_inline", blk):
+            continue
+        r.try_("reverse_compute_at", blk, v0)
+    for p in producers:
+        if r.has_block(p):
+            pb = r.block(p)
+            if not r.try_("compute_at", pb, v0):
+                r.try_("compute_inline", pb)
 
 
 def _cw_name(r: Recorder, handle: str) -> str:

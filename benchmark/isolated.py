@@ -111,6 +111,37 @@ def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool) -> 
         guard_inputs=lambda lo, hi, fd: A.call_loop.install_input_guard(lo, hi, fd, cache))
 
 
+def _py_call(kind: str, model: Any, first_inputs: list[Any]) -> Any:
+    """A torch or ONNX Runtime baseline as call(args) -> outputs (in the worker, after its setup)."""
+    import torch
+
+    if kind == "ort":
+        sess, _ = baselines.ort_session(model, first_inputs)
+        names = [x.name for x in sess.get_inputs()]
+        return lambda args: sess.run(None, dict(zip(names, args, strict=True)))
+
+    def call(args):
+        with torch.no_grad():
+            return model(*args)
+    return call
+
+
+def _py_records(out: Any, keep: list[Any]) -> list[tuple[int, int, Any, tuple[int, ...]]]:
+    """(address, bytes, dtype, shape) of each output array; the arrays stay alive in `keep`."""
+    import torch
+
+    if isinstance(out, (list, tuple)):
+        return [x for o in out for x in _py_records(o, keep)]
+    if isinstance(out, torch.Tensor):
+        t = out if out.is_contiguous() else out.contiguous()
+        keep.append(t)  # alive until the next request
+        a = t.numpy() if t.dtype != torch.bfloat16 else t.view(torch.int16).numpy()
+        return [(t.data_ptr(), t.numel() * t.element_size(), a.dtype, tuple(t.shape))]
+    a = np.ascontiguousarray(out)
+    keep.append(a)
+    return [(a.ctypes.data, a.nbytes, a.dtype, a.shape)]
+
+
 def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Served:
     """torch / ONNX Runtime baselines: trusted code in a worker of its own (not sandboxed: torch.compile
     and ONNX Runtime open files and start threads), calls in a Python loop."""
@@ -133,17 +164,7 @@ def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Se
                 views[key] = torch.from_numpy(arr) if kind == "torch" else arr
             return views[key]
 
-        if kind == "ort":
-            sess, _ = baselines.ort_session(model, [view(i, 0) for i in range(len(specs))])
-            names = [x.name for x in sess.get_inputs()]
-
-            def call(args):
-                return sess.run(None, dict(zip(names, args, strict=True)))
-        else:
-            def call(args):
-                with torch.no_grad():
-                    return model(*args)
-
+        call = _py_call(kind, model, [view(i, 0) for i in range(len(specs))])
         held: list[Any] = []  # the request's outputs
         keep: list[Any] = []  # contiguous copies and arrays whose addresses were reported
         k = len(specs)
@@ -156,24 +177,12 @@ def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Se
                 held.append(call([view(i, int(offs[c * k + i])) for i in range(k)]))
             flat: list[int] = []
             for out in held:
-                for addr, nbytes, dtype, shape in _flat(out):
+                for addr, nbytes, dtype, shape in _py_records(out, keep):
                     dims = list(shape)[:8]
                     flat += [addr, nbytes, sandbox.dtype_code(dtype), len(shape)] + dims + [0] * (8 - len(dims))
             res = np.ctypeslib.as_array((ctypes.c_int64 * cap).from_address(results_addr))
             res[:len(flat)] = flat
             return len(flat)
-
-        def _flat(out) -> list[tuple[int, int, Any, tuple[int, ...]]]:
-            if isinstance(out, (list, tuple)):
-                return [x for o in out for x in _flat(o)]
-            if isinstance(out, torch.Tensor):
-                t = out if out.is_contiguous() else out.contiguous()
-                keep.append(t)  # alive until the next request
-                a = t.numpy() if t.dtype != torch.bfloat16 else t.view(torch.int16).numpy()
-                return [(t.data_ptr(), t.numel() * t.element_size(), a.dtype, tuple(t.shape))]
-            a = np.ascontiguousarray(out)
-            keep.append(a)
-            return [(a.ctypes.data, a.nbytes, a.dtype, a.shape)]
 
         return run, None
 
@@ -371,82 +380,99 @@ def _cpus(pid: int) -> list[int] | None:
         return None
 
 
+class _Arm:
+    """One arm's sandboxed timing: `sample(number)` is its Timer's (see the module docstring). Arms share
+    the judge's rng, pool and diagnostics list; each checks a drawn call against the other arm."""
+
+    def __init__(self, st: Any, me: sandbox.SandboxWorker, other: sandbox.SandboxWorker, role: str,
+                 rng: random.Random, diag: list | None):
+        self.st, self.me, self.other, self.role, self.rng, self.diag = st, me, other, role, rng, diag
+        self.make, self.like = _make(st), _like(st)
+        self.guard = bool(st.cfg.get("process_check", True))
+        self.calibrated = False
+        self.primed = 0  # the most calls a request of this arm has made
+
+    def sample(self, number: int) -> float:
+        if number == 1 and not self.calibrated:
+            self.calibrated = True
+            return self._calibrate()
+        return self.one(number)
+
+    def _calibrate(self) -> float:
+        """The warm-up: a request costs ~0.1 ms of its own (signals, the socket), so one call says little
+        about a call's time; grow the request until it lasts a few ms, as a sample will."""
+        t = self.one(1, draw=False)  # a fresh worker's first call (lazy setup, faults): not a measure
+        if t >= self.st.cfg.get("sample_s", 0.03):
+            # a call as long as a sample: one call per request whatever the warm-up says, and more calls
+            # here would spend the timing budget's pairs (a program of 0.35 s got one)
+            return t
+        n = 1
+        while True:  # best of two at each size: one slow request must not stop the growth
+            t = min(self.one(n, draw=False) for _ in range(2))
+            if n >= self.st.max_calls or t * n >= 2e-3:
+                break
+            n = min(self.st.max_calls, n * 4)
+        return min([t] + [self.one(n, draw=False) for _ in range(2)])
+
+    def _rows(self, n: int) -> tuple[list[list[int]], float]:
+        """Fresh pool contents, and each of n calls' inputs at its own offsets; the refill's seconds."""
+        pool, rng = self.st.pool, self.rng
+        t_fill = time.perf_counter()
+        pool.fill(self.make, rng.randrange(10**6, 2**31 - 10**5), slack_seed=rng.randrange(10**6, 2**31 - 10**5))
+        t_fill = time.perf_counter() - t_fill
+        per_input = [rng.sample(range(pool.positions), n) for _ in pool.specs]
+        first = rng.randrange(pool.sets)  # call c reads copy first + c: consecutive calls, other bytes
+        return [[pool.offset(i, first + c, per_input[i][c]) for i in range(len(pool.specs))] for c in range(n)], t_fill
+
+    def one(self, number: int, draw: bool = True) -> float:
+        n = max(1, min(int(number), self.st.max_calls))
+        if not draw:
+            self.primed = max(self.primed, n)
+        elif n > self.primed:
+            # a request of this many calls once, untimed, first: its output buffers (every call's is held)
+            # are allocated and faulted in before a timed request needs them
+            self.primed = n
+            self.one(n, draw=False)
+        if n > 1 and draw:  # drawn per sample: a kernel cannot count its way to the checked call
+            n = self.rng.randint(max(1, (3 * n + 3) // 4), n)
+        rows, t_fill = self._rows(n)
+        me, diag = self.me, self.diag
+        f0, p0 = (_faults(me.pid), time.process_time()) if diag is not None else (None, 0.0)
+        calls = me.run(rows)
+        if diag is not None:
+            f1, judge_cpu = _faults(me.pid), time.process_time() - p0
+            diag.append([self.role[0], n, calls.seconds, me.worker_s, t_fill, draw,
+                         [b - a for a, b in zip(f0, f1, strict=True)] if f0 and f1 else None, judge_cpu,
+                         _cpus(me.pid)])
+        if self.guard:
+            changed = me.state()  # untimed, after the request; both arms alike
+            if changed and self.role == "candidate":
+                raise ProcessStateChanged(changed)
+        self._check(calls, rows, n)
+        return calls.seconds / n
+
+    def _check(self, calls: sandbox.Calls, rows: list[list[int]], n: int) -> None:
+        """A call drawn after the request, against the other arm's on the same inputs."""
+        j = self.rng.randrange(n)
+        mine = self.me.read_outputs(calls.outputs[j], self.like)
+        theirs = self.other.read_outputs(self.other.run([rows[j]]).outputs[0], self.like)
+        cand, base = (mine, theirs) if self.role == "candidate" else (theirs, mine)
+        kind, msg, _, _ = compare(cand, base, 2 * self.st.atol, 2 * self.st.rtol)
+        if kind:
+            raise timing.StaleOutput(f"timed call {j + 1} of {n} of a {self.role} sample, against the other arm "
+                                     f"on the same inputs: {msg}")
+
+
 def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
     """The two arms' Timers (see the module docstring)."""
-    pool, make, like = st.pool, _make(st), _like(st)
     cw, bw = st.workers["candidate"], st.workers["baseline"]
-    atol, rtol = 2 * st.atol, 2 * st.rtol
-    guard = bool(st.cfg.get("process_check", True))
     rng = random.Random(SYSRAND.getrandbits(64))
     # evaluator.timing_diag: each request as [arm, calls, judge's s, worker's own s, fill s, timed,
     # [worker's minor, major faults], judge's own CPU s, the CPUs the worker's threads last ran on], to
     # split a request's time into the worker's compute and the rest (the worker's clock is no verdict)
     diag = st.res.extra.setdefault("timing_diag", []) if st.cfg.get("timing_diag") else None
-
-    def arm(me: sandbox.SandboxWorker, other: sandbox.SandboxWorker, role: str) -> timing.Timer:
-        calibrated = [False]
-        primed = [0]  # the most calls a request of this arm has made
-
-        def sample(number: int) -> float:
-            if number == 1 and not calibrated[0]:
-                # the warm-up: a request costs ~0.1 ms of its own (signals, the socket), so one call says
-                # little about a call's time; grow the request until it lasts a few ms, as a sample will
-                calibrated[0] = True
-                t = one(1, draw=False)  # a fresh worker's first call (lazy setup, faults): not a measure
-                if t >= st.cfg.get("sample_s", 0.03):
-                    # a call as long as a sample: one call per request whatever the warm-up says, and
-                    # more calls here would spend the timing budget's pairs (a program of 0.35 s got one)
-                    return t
-                n = 1
-                while True:  # best of two at each size: one slow request must not stop the growth
-                    t = min(one(n, draw=False) for _ in range(2))
-                    if n >= st.max_calls or t * n >= 2e-3:
-                        break
-                    n = min(st.max_calls, n * 4)
-                return min([t] + [one(n, draw=False) for _ in range(2)])
-            return one(number)
-
-        def one(number: int, draw: bool = True) -> float:
-            n = max(1, min(int(number), st.max_calls))
-            if not draw:
-                primed[0] = max(primed[0], n)
-            elif n > primed[0]:
-                # a request of this many calls once, untimed, first: its output buffers (every call's is
-                # held) are allocated and faulted in before a timed request needs them
-                primed[0] = n
-                one(n, draw=False)
-            if n > 1 and draw:  # drawn per sample: a kernel cannot count its way to the checked call
-                n = rng.randint(max(1, (3 * n + 3) // 4), n)
-            t_fill = time.perf_counter()
-            pool.fill(make, rng.randrange(10**6, 2**31 - 10**5), slack_seed=rng.randrange(10**6, 2**31 - 10**5))
-            t_fill = time.perf_counter() - t_fill
-            per_input = [rng.sample(range(pool.positions), n) for _ in pool.specs]
-            first = rng.randrange(pool.sets)  # call c reads copy first + c: consecutive calls, other bytes
-            rows = [[pool.offset(i, first + c, per_input[i][c]) for i in range(len(pool.specs))] for c in range(n)]
-            f0, p0 = (_faults(me.pid), time.process_time()) if diag is not None else (None, 0.0)
-            calls = me.run(rows)
-            if diag is not None:
-                f1, judge_cpu = _faults(me.pid), time.process_time() - p0
-                diag.append([role[0], n, calls.seconds, me.worker_s, t_fill, draw,
-                             [b - a for a, b in zip(f0, f1, strict=True)] if f0 and f1 else None, judge_cpu,
-                             _cpus(me.pid)])
-            if guard:
-                changed = me.state()  # untimed, after the request; both arms alike
-                if changed and role == "candidate":
-                    raise ProcessStateChanged(changed)
-            j = rng.randrange(n)
-            mine = me.read_outputs(calls.outputs[j], like)
-            theirs = other.read_outputs(other.run([rows[j]]).outputs[0], like)
-            cand, base = (mine, theirs) if role == "candidate" else (theirs, mine)
-            kind, msg, _, _ = compare(cand, base, atol, rtol)
-            if kind:
-                raise timing.StaleOutput(f"timed call {j + 1} of {n} of a {role} sample, against the other arm "
-                                         f"on the same inputs: {msg}")
-            return calls.seconds / n
-
-        return timing.Timer(sample, "sandbox")
-
-    return arm(cw, bw, "candidate"), arm(bw, cw, "baseline")
+    return (timing.Timer(_Arm(st, cw, bw, "candidate", rng, diag).sample, "sandbox"),
+            timing.Timer(_Arm(st, bw, cw, "baseline", rng, diag).sample, "sandbox"))
 
 
 def time_step(st: Any) -> bool:

@@ -108,12 +108,7 @@ def test_tree_view_colours_come_from_the_level_table(tmp_path):
 
 
 # Functions over MAX_FUNCTION_LINES that others are splitting; the entry goes when its function is split
-LONG_FUNCTIONS_PENDING = {
-    ("agents/l1_tir.py", "_place_and_annotate"),  # pending: the backends helper (issue 31)
-    ("agents/hw_sensing.py", "score_levels"),  # pending: the router's owner (issue 31)
-    ("benchmark/isolated.py", "_py_served"),  # pending: the lead (benchmark/isolated.py)
-    ("benchmark/isolated.py", "timers"),  # pending: the lead (benchmark/isolated.py)
-}
+LONG_FUNCTIONS_PENDING: frozenset[tuple[str, str]] = frozenset()
 MAX_FUNCTION_LINES = 60
 CODE_FOLDERS = ("leka", "agents", "benchmark", "candidate_tree", "profilers", "experiments")
 NOT_CODE = ("benchmark/tasks/", "benchmark/examples/", "experiments/results/")  # task files, recorded candidates
