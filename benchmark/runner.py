@@ -69,11 +69,6 @@ def _context():
         # (children then fail "Cannot re-initialize CUDA in forked subprocess"); the NVML check does not
         os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
         os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-        # OpenMP threads wait passively (libgomp reads this once, when the forkserver loads torch): with
-        # the default, a pool's threads spin for a while after each parallel region, on the cores the
-        # other arm's turn is timed on (an L2 kernel's OpenMP pool against TVM's in the evaluation
-        # process, the judge's torch against a worker); the user's own setting wins
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         _CTX = mp.get_context("forkserver")
         _CTX.set_forkserver_preload(["torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch", "leka.ir",
                                      "benchmark.worker", "benchmark.baselines"])
