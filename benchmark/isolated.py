@@ -19,7 +19,6 @@ No tvm import here.
 from __future__ import annotations
 
 import math
-import os
 import random
 import re
 import sys
@@ -362,24 +361,6 @@ def profile(st: Any) -> dict:
     return rep.model_dump(mode="json")
 
 
-def _faults(pid: int) -> list[int] | None:
-    """The worker's minor and major page faults so far (diagnostics: /proc, read by the judge)."""
-    try:
-        f = open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()
-        return [int(f[7]), int(f[9])]
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _cpus(pid: int) -> list[int] | None:
-    """The CPU each of the worker's threads last ran on (diagnostics)."""
-    try:
-        return [int(open(f"/proc/{pid}/task/{t}/stat").read().rpartition(")")[2].split()[36])
-                for t in sorted(os.listdir(f"/proc/{pid}/task"))]
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 class _Arm:
     """One arm's sandboxed timing: `sample(number)` is its Timer's (see the module docstring). Arms share
     the judge's rng, pool and diagnostics list; each checks a drawn call against the other arm."""
@@ -437,13 +418,13 @@ class _Arm:
             n = self.rng.randint(max(1, (3 * n + 3) // 4), n)
         rows, t_fill = self._rows(n)
         me, diag = self.me, self.diag
-        f0, p0 = (_faults(me.pid), time.process_time()) if diag is not None else (None, 0.0)
+        f0, p0 = (sandbox.faults(me.pid), time.process_time()) if diag is not None else (None, 0.0)
         calls = me.run(rows)
         if diag is not None:
-            f1, judge_cpu = _faults(me.pid), time.process_time() - p0
+            f1, judge_cpu = sandbox.faults(me.pid), time.process_time() - p0
             diag.append([self.role[0], n, calls.seconds, me.worker_s, t_fill, draw,
                          [b - a for a, b in zip(f0, f1, strict=True)] if f0 and f1 else None, judge_cpu,
-                         _cpus(me.pid)])
+                         sandbox.cpus(me.pid)])
         if self.guard:
             changed = me.state()  # untimed, after the request; both arms alike
             if changed and self.role == "candidate":

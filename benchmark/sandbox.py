@@ -59,7 +59,9 @@ from benchmark.sandbox_wire import (  # noqa: F401 - the sandbox's names, re-exp
     _recv,
     _send,
     check_like,
+    cpus,
     dtype_code,
+    faults,
     read_memory,
 )
 

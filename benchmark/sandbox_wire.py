@@ -12,6 +12,7 @@ import socket
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -166,3 +167,22 @@ class Served:
     # a GPU / OpenCL device: the driver's ioctls allowed, the environment kept (narrowed to what the
     # driver and its compilers read) until the device is set up, then emptied
     device: bool = False
+
+
+# --------------------------------------------------------------------------- the worker seen from /proc
+def faults(pid: int) -> list[int] | None:
+    """A worker's minor and major page faults so far (diagnostics, evaluator.timing_diag)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return [int(f[7]), int(f[9])]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cpus(pid: int) -> list[int] | None:
+    """The CPU each of a worker's threads last ran on (diagnostics, evaluator.timing_diag)."""
+    try:
+        return [int(Path(f"/proc/{pid}/task/{t}/stat").read_text().rpartition(")")[2].split()[36])
+                for t in sorted(os.listdir(f"/proc/{pid}/task"))]
+    except (OSError, IndexError, ValueError):
+        return None
