@@ -8,10 +8,12 @@ runs, the profile and the paired timing, each as requests to workers the judge f
   read-only, so a write would have faulted).
 - **Timing.** Before every request the pool gets fresh contents (new seeds of the task's own input
   distribution), every call of a request gets its own window offsets (distinct within the request), the
-  number of calls is drawn at random below the planned `number`, and after the answer one call, drawn
-  at random, is checked: its output against the other arm's output on the same inputs (an untimed
-  one-call request to the other worker), at twice the task's tolerance. The clock is the judge's,
-  around the request. Both arms go through exactly this path, so whatever it costs, both pay it.
+  worker keeps the last `sandbox_hold` calls' outputs (a ring: each call writes a warm buffer), the
+  number of calls is drawn memoryless around the planned `number` (`draw_calls`), and after the answer
+  one kept call, drawn at random, is checked: its output against the other arm's output on the same
+  inputs (an untimed one-call request to the other worker), at twice the task's tolerance. The clock
+  is the judge's, around the request, less the fastest empty request's cost. Both arms go through
+  exactly this path, so whatever it costs, both pay it.
 
 No tvm import here.
 """
@@ -23,6 +25,7 @@ import random
 import re
 import sys
 import time
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -99,13 +102,18 @@ def _make(st: Any):
     return lambda seed: [_np(t) for t in st.task.make_inputs(seed)]
 
 
+def _hold(st: Any) -> int:
+    return max(0, int(st.cfg.get("sandbox_hold", 3)))
+
+
 def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool) -> sandbox.Served:
     shapes = [(s.shape, s.dtype) for s in specs]
     cache = str(baselines.cache_root(st.job.get("cache_dir")))
     threads = int(st.job.get("threads", 2))
+    hold = _hold(st)
     return sandbox.Served(
-        setup=lambda buf, pool: A.sandbox_runner(runner, buf, pool.starts, shapes, cache),
-        n_outputs=len(st.root.outputs), threads=threads, sandbox=True, guard=guard,
+        setup=lambda buf, pool: A.sandbox_runner(runner, buf, pool.starts, shapes, cache, hold=hold),
+        n_outputs=len(st.root.outputs), threads=threads, sandbox=True, guard=guard, hold=hold,
         warm=lambda: A.start_thread_pool(threads),
         guard_inputs=lambda lo, hi, fd: A.call_loop.install_input_guard(lo, hi, fd, cache))
 
@@ -148,6 +156,7 @@ def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Se
 
     threads = int(st.job.get("threads", 2))
     model = st.model
+    hold = _hold(st)
 
     def setup(buf, pool):
         import torch
@@ -164,15 +173,17 @@ def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Se
             return views[key]
 
         call = _py_call(kind, model, [view(i, 0) for i in range(len(specs))])
-        held: list[Any] = []  # the request's outputs
+        held: deque[Any] = deque(maxlen=hold or None)  # the request's kept outputs (as the C++ loop's)
         keep: list[Any] = []  # contiguous copies and arrays whose addresses were reported
         k = len(specs)
 
         def run(n: int, offsets_addr: int, results_addr: int, cap: int) -> int:
-            offs = np.ctypeslib.as_array((ctypes.c_int64 * (n * k)).from_address(offsets_addr))
+            offs = np.ctypeslib.as_array((ctypes.c_int64 * max(1, n * k)).from_address(offsets_addr))
             held.clear()
             keep.clear()
             for c in range(n):
+                if hold and len(held) == hold:
+                    held.popleft()  # freed before the call allocates, as in the C++ loop
                 held.append(call([view(i, int(offs[c * k + i])) for i in range(k)]))
             flat: list[int] = []
             for out in held:
@@ -186,7 +197,7 @@ def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Se
         return run, None
 
     return sandbox.Served(setup=setup, n_outputs=len(st.root.outputs), threads=threads,
-                          sandbox=False, guard=False)
+                          sandbox=False, guard=False, hold=hold)
 
 
 def start(st: Any) -> None:
@@ -195,8 +206,10 @@ def start(st: Any) -> None:
     specs = _specs(st)
     out_bytes = max(1, st.root.output_bytes)
     slack = int(cfg.get("sandbox_slack_kib", 256)) * 1024
-    max_calls = int(cfg.get("sandbox_output_mib", 64)) * 2**20 // out_bytes
     device = on_device(st)
+    # outputs held for the check bound a request's calls only where every call's are kept; with a ring
+    # the pool's distinct windows do
+    max_calls = int(cfg.get("sandbox_output_mib", 64)) * 2**20 // out_bytes if not _hold(st) else 2**20
     if device:  # slots on the device: a call's inputs and outputs each
         per_call = out_bytes + sum(s.nbytes for s in specs)
         max_calls = min(DEVICE_SLOTS, int(cfg.get("sandbox_device_mib", 512)) * 2**20 // max(1, per_call))
@@ -361,17 +374,36 @@ def profile(st: Any) -> dict:
     return rep.model_dump(mode="json")
 
 
+def draw_calls(rng: random.Random, n: int, most: int, hold: int) -> int:
+    """A timed request's call count for a planned `n`, drawn per sample so that a kernel cannot count
+    its way to the checked call. Where every call's outputs are kept (hold 0), 3/4 of n to all of it:
+    any call may be checked. Where only the last `hold` calls' are, memoryless: geometric with mean n
+    (at most half of `most`, the request's cap, so the cap is seldom hit), so that whatever call a
+    kernel has reached, the chance that the request ends within `hold` calls, and so that the call can
+    be checked, is the same: no call is safe to skip."""
+    if n <= 1:
+        return 1
+    if hold <= 0:
+        return rng.randint(max(1, (3 * n + 3) // 4), n)
+    mean = max(1, min(n, most // 2))
+    if mean == 1:
+        return 1
+    u = 1.0 - rng.random()  # (0, 1]
+    return max(1, min(most, 1 + int(math.log(u) / math.log1p(-1.0 / mean))))
+
+
 class _Arm:
     """One arm's sandboxed timing: `sample(number)` is its Timer's (see the module docstring). Arms share
     the judge's rng, pool and diagnostics list; each checks a drawn call against the other arm."""
 
     def __init__(self, st: Any, me: sandbox.SandboxWorker, other: sandbox.SandboxWorker, role: str,
-                 rng: random.Random, diag: list | None):
+                 rng: random.Random, diag: list | None, fixed: list[float]):
         self.st, self.me, self.other, self.role, self.rng, self.diag = st, me, other, role, rng, diag
         self.make, self.like = _make(st), _like(st)
         self.guard = bool(st.cfg.get("process_check", True))
         self.calibrated = False
         self.primed = 0  # the most calls a request of this arm has made
+        self.fixed = fixed  # [a request's fixed cost, s]: both arms' fastest empty request (shared)
 
     def sample(self, number: int) -> float:
         if number == 1 and not self.calibrated:
@@ -379,9 +411,21 @@ class _Arm:
             return self._calibrate()
         return self.one(number)
 
+    def _empty(self) -> None:
+        """Requests of no call on both workers: the fixed cost of a request (signals, the socket, the
+        loop's setup) as the fastest of them. It is taken off every timed request before dividing by its
+        calls, so that the drawn call counts (few calls: that cost weighs more) do not pull a ratio
+        towards 1. The fastest over both arms: an arm cannot raise it above the other's."""
+        if self.me.device or not self.me.hold:
+            return  # call counts near the planned one: the cost weighs alike on both arms (as before)
+        for w in (self.me, self.other):
+            for _ in range(3):
+                self.fixed[0] = min(self.fixed[0], w.run([]).seconds)
+
     def _calibrate(self) -> float:
         """The warm-up: a request costs ~0.1 ms of its own (signals, the socket), so one call says little
         about a call's time; grow the request until it lasts a few ms, as a sample will."""
+        self._empty()
         t = self.one(1, draw=False)  # a fresh worker's first call (lazy setup, faults): not a measure
         if t >= self.st.cfg.get("sample_s", 0.03):
             # a call as long as a sample: one call per request whatever the warm-up says, and more calls
@@ -409,13 +453,13 @@ class _Arm:
         n = max(1, min(int(number), self.st.max_calls))
         if not draw:
             self.primed = max(self.primed, n)
-        elif n > self.primed:
+        elif n > self.primed and not self.me.hold:
             # a request of this many calls once, untimed, first: its output buffers (every call's is held)
             # are allocated and faulted in before a timed request needs them
             self.primed = n
             self.one(n, draw=False)
-        if n > 1 and draw:  # drawn per sample: a kernel cannot count its way to the checked call
-            n = self.rng.randint(max(1, (3 * n + 3) // 4), n)
+        if draw:
+            n = draw_calls(self.rng, n, self.st.max_calls, 0 if self.me.device else self.me.hold)
         rows, t_fill = self._rows(n)
         me, diag = self.me, self.diag
         f0, p0 = (sandbox.faults(me.pid), time.process_time()) if diag is not None else (None, 0.0)
@@ -430,12 +474,15 @@ class _Arm:
             if changed and self.role == "candidate":
                 raise ProcessStateChanged(changed)
         self._check(calls, rows, n)
-        return calls.seconds / n
+        fixed = self.fixed[0] if math.isfinite(self.fixed[0]) else 0.0
+        # never below a tenth of the request: a fixed cost measured when the machine was quieter than now
+        return max(calls.seconds - fixed, 0.1 * calls.seconds) / n
 
     def _check(self, calls: sandbox.Calls, rows: list[list[int]], n: int) -> None:
-        """A call drawn after the request, against the other arm's on the same inputs."""
-        j = self.rng.randrange(n)
-        mine = self.me.read_outputs(calls.outputs[j], self.like)
+        """A call drawn after the request among those whose outputs were kept, against the other arm's
+        on the same inputs."""
+        j = self.rng.randrange(calls.first, n)
+        mine = self.me.read_outputs(calls.outputs[j - calls.first], self.like)
         theirs = self.other.read_outputs(self.other.run([rows[j]]).outputs[0], self.like)
         cand, base = (mine, theirs) if self.role == "candidate" else (theirs, mine)
         kind, msg, _, _ = compare(cand, base, 2 * self.st.atol, 2 * self.st.rtol)
@@ -452,8 +499,9 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
     # [worker's minor, major faults], judge's own CPU s, the CPUs the worker's threads last ran on], to
     # split a request's time into the worker's compute and the rest (the worker's clock is no verdict)
     diag = st.res.extra.setdefault("timing_diag", []) if st.cfg.get("timing_diag") else None
-    return (timing.Timer(_Arm(st, cw, bw, "candidate", rng, diag).sample, "sandbox"),
-            timing.Timer(_Arm(st, bw, cw, "baseline", rng, diag).sample, "sandbox"))
+    st.request_fixed = fixed = [math.inf]  # read back into the result (time_step)
+    return (timing.Timer(_Arm(st, cw, bw, "candidate", rng, diag, fixed).sample, "sandbox"),
+            timing.Timer(_Arm(st, bw, cw, "baseline", rng, diag, fixed).sample, "sandbox"))
 
 
 def time_step(st: Any) -> bool:
@@ -479,4 +527,7 @@ def time_step(st: Any) -> bool:
     res.extra["timer"] = "candidate sandbox, baseline sandbox" if st.workers["baseline"].layers else \
         "candidate sandbox, baseline worker (trusted, not sandboxed)"
     res.extra["max_calls"] = st.max_calls
+    res.extra["sandbox_hold"] = st.workers["candidate"].hold
+    if math.isfinite(st.request_fixed[0]):
+        res.extra["request_fixed_s"] = st.request_fixed[0]
     return True

@@ -20,8 +20,9 @@ writes is read as a verdict: its answers are JSON checked field by field, and a 
 answers out of protocol has crashed.
 
 A request is a list of calls, each with its own byte offset into every input's pool: the worker's C++
-loop (leka/tvm_adapter/call_loop.py `window_loop`) makes the calls and keeps every output alive until
-the next request, so the judge can read any call's output afterwards, chosen after the worker answered.
+loop (leka/tvm_adapter/call_loop.py `window_loop`) makes the calls and keeps the outputs of the last
+`Served.hold` calls (or of every call) alive until the next request, so the judge can read any of them
+afterwards, chosen after the worker answered.
 
 No tvm import here (the adapter does it). Linux only; the seccomp layer needs libseccomp.so.2.
 """
@@ -204,10 +205,12 @@ class Pool:
 # --------------------------------------------------------------------------- the judge's handle
 @dataclass
 class Calls:
-    """What one request answered: per call, its outputs' (address, bytes)."""
+    """What one request answered: per kept call, its outputs' records; `outputs[0]` is call `first`'s
+    (the worker keeps the last `hold` calls' outputs, or every call's: first 0)."""
 
     outputs: Sequence[list[Out]]
     seconds: float  # the judge's clock around the request (send to answer)
+    first: int = 0
 
 
 def _outs(raw: list[int]) -> list[Out]:
@@ -253,6 +256,7 @@ class SandboxWorker:
         self.results_addr = 0  # where the worker writes its outputs' records (it says so at its start)
         self.threads = 0  # threads the worker had when its filter closed (its own report)
         self.device = False  # a device worker (CUDA, OpenCL): calls on uploaded slots (Served.device)
+        self.hold = 0  # the calls of a request whose outputs the worker keeps: the last `hold` (0: all)
         self._stopped = True
         # the worker's own clock around its last request's calls (untrusted, evaluator.timing_diag only)
         self.worker_s: float | None = None
@@ -343,13 +347,14 @@ class SandboxWorker:
         reply, t = self._ask({"op": "run", "n": len(offsets)})
         ns = reply.get("ns")
         self.worker_s = ns / 1e9 if isinstance(ns, int) and ns >= 0 else None
-        raw = self._records(reply, RECORD * self.n_outputs * len(offsets) + RECORD)
-        n_out = self.n_outputs
-        if len(raw) != RECORD * n_out * len(offsets):
-            raise ShapeMismatch(f"candidate returned {len(raw) // RECORD // max(1, len(offsets))} output(s) a call, "
+        n, n_out = len(offsets), self.n_outputs
+        kept = min(n, self.hold) if self.hold > 0 else n
+        raw = self._records(reply, RECORD * n_out * kept + RECORD)
+        if len(raw) != RECORD * n_out * kept:
+            raise ShapeMismatch(f"candidate returned {len(raw) // RECORD // max(1, kept)} output(s) a call, "
                                 f"reference {n_out}")
-        return Calls(outputs=[_outs(raw[RECORD * n_out * c: RECORD * n_out * (c + 1)]) for c in range(len(offsets))],
-                     seconds=t)
+        return Calls(outputs=[_outs(raw[RECORD * n_out * c: RECORD * n_out * (c + 1)]) for c in range(kept)],
+                     seconds=t, first=n - kept)
 
     def _records(self, reply: dict[str, Any], most: int) -> list[int]:
         got = reply.get("got")
@@ -478,6 +483,7 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
     w.results_addr = int(hello["results"]) if isinstance(hello.get("results"), int) else 0
     w.threads = int(hello.get("threads", 0)) if isinstance(hello.get("threads"), int) else 0
     w.device = served.device
+    w.hold = 0 if served.device else max(0, int(served.hold))
     w._stop()
     return w
 

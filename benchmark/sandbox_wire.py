@@ -167,6 +167,10 @@ class Served:
     # a GPU / OpenCL device: the driver's ioctls allowed, the environment kept (narrowed to what the
     # driver and its compilers read) until the device is set up, then emptied
     device: bool = False
+    # the calls of a request whose outputs stay alive to be checked: the last `hold` (0: every call).
+    # A ring lets each call write a warm buffer, as in a model's memory plan; the judge then draws the
+    # call count so that no call can tell whether it falls in the ring (benchmark/isolated.py)
+    hold: int = 0
 
 
 # --------------------------------------------------------------------------- the worker seen from /proc

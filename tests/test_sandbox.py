@@ -119,6 +119,25 @@ extern "C" int32_t ENTRY(float* x, float* w, float* out) {
   return 0;
 }
 """
+# skips the calls it thinks cannot be checked: the first ones of a sample, below the shortest sample
+# of more than one call it has seen, less a margin for the calls whose outputs the worker keeps
+SKIPS_EARLY = HEAD + "#include <chrono>\n" + COMPUTE + r"""
+struct Seen { long in_sample; long shortest; long long last_ns; };
+static Seen* const S = new Seen{0, 1L << 40, 0};
+extern "C" int32_t ENTRY(float* x, float* w, float* out) {
+  long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (now - S->last_ns > 50000) {
+    if (S->in_sample > 1 && S->in_sample < S->shortest) S->shortest = S->in_sample;
+    S->in_sample = 0;
+  }
+  ++S->in_sample;
+  if (S->shortest > (1L << 39) || S->in_sample + 4 > S->shortest) compute(x, w, out);
+  S->last_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now().time_since_epoch()).count();
+  return 0;
+}
+"""
 WRITES_INPUT = HEAD + COMPUTE + r"""
 extern "C" int32_t ENTRY(float* x, float* w, float* out) { compute(x, w, out); x[3] = 0.f; return 0; }
 """
@@ -196,6 +215,20 @@ def test_kernel_that_computes_only_the_checked_call_is_stale(task, root, tmp_pat
     res = _ev(tmp_path).evaluate(task, _cand(task, root, ONLY_CHECKED, "sb_only_checked", reps=200))
     # caught in the checked runs (a one-call request after a two-call one) or in the timing
     assert res.error_kind in ("stale_output", "mismatch") and not res.correct, (res.error_kind, res.error)
+
+
+@pytest.mark.parametrize("hold", [3, 0])
+def test_kernel_that_skips_the_calls_it_thinks_unchecked_gains_nothing(task, root, tmp_path, hold):
+    # with a ring of the last 3 outputs the call count is memoryless (no call is safe to skip); with
+    # every output kept, any call may be checked: either way skipping is caught or buys nothing
+    ev = _ev(tmp_path, sandbox_hold=hold)
+    honest = ev.evaluate(task, _cand(task, root, HONEST, f"sb_skip_honest{hold}", reps=200))
+    res = ev.evaluate(task, _cand(task, root, SKIPS_EARLY, f"sb_skips_early{hold}", reps=200))
+    assert honest.correct and honest.speedup, (honest.error_kind, honest.error)
+    if res.correct:
+        assert res.speedup <= 1.2 * honest.speedup, (res.speedup, honest.speedup)
+    else:
+        assert res.error_kind in ("stale_output", "mismatch"), (res.error_kind, res.error)
 
 
 def test_write_into_an_input_faults(task, root, tmp_path):
@@ -352,9 +385,10 @@ def test_root_import_in_a_child_process(tmp_path):
 
 
 def test_timed_requests_never_outgrow_an_untimed_one(task, root, tmp_path):
-    # every call's output is held until the next request, so a request with more calls than any before
-    # allocates and faults in new buffers while it is timed; an untimed request of that size runs first
-    res = _ev(tmp_path, timing_diag=True).evaluate(task, _cand(task, root, HONEST, "sb_primed"))
+    # with every call's output held until the next request (sandbox_hold 0), a request with more calls
+    # than any before allocates and faults in new buffers while it is timed; an untimed request of that
+    # size runs first
+    res = _ev(tmp_path, timing_diag=True, sandbox_hold=0).evaluate(task, _cand(task, root, HONEST, "sb_primed"))
     assert res.correct, (res.error_kind, res.error)
     rows = res.extra["timing_diag"]
     assert any(r[5] for r in rows) and any(not r[5] for r in rows), rows
@@ -367,3 +401,13 @@ def test_timed_requests_never_outgrow_an_untimed_one(task, root, tmp_path):
                 most = max(most, r[1])
     # the split itself: the worker's own clock inside the judge's, the judge idle meanwhile
     assert all(r[3] is not None and 0 < r[3] <= r[2] for r in rows), rows[:3]
+
+
+def test_a_ring_of_kept_outputs_and_the_request_cost_taken_off(task, root, tmp_path):
+    # the default: the worker keeps the last 3 calls' outputs, timed requests draw their call counts
+    # (some over the planned number), the fastest empty request's cost is measured and taken off
+    res = _ev(tmp_path, timing_diag=True).evaluate(task, _cand(task, root, HONEST, "sb_ring"))
+    assert res.correct, (res.error_kind, res.error)
+    assert res.extra["sandbox_hold"] == 3 and 0 < res.extra["request_fixed_s"] < 0.01, res.extra
+    counts = {r[1] for r in res.extra["timing_diag"] if r[5]}
+    assert len(counts) > 3, counts

@@ -192,3 +192,48 @@ def test_repetitions_of_a_pair_alternate_between_the_arms():
     tm = timing.paired_timing(arm("c", 1e-3), arm("b", 1e-3), cfg, probe_load=False)
     assert tm["pairs"] == 2 and tm["repeats"] == [3, 3]
     assert "".join(order[2:]) == "cbcbcb" + "bcbcbc", order  # after the warm-up's c, b
+
+
+def test_sandbox_loop_keeps_the_last_calls_outputs(vm, loop_cache):
+    """The sandboxed worker's window loop (run here in-process, over a pool like the worker's): with a
+    ring of `hold`, the records are those of the last `hold` calls, in call order, and each holds its
+    own call's result; hold 0 keeps every call's."""
+    import ctypes
+    import mmap
+
+    runner, inputs, refs = vm
+    nbytes = inputs[0][0].nbytes
+    buf = mmap.mmap(-1, 3 * nbytes)  # page-aligned, as the worker's pool; set s at byte offset s * nbytes
+    buf[:] = b"".join(x[0].tobytes() for x in inputs)
+    results = np.zeros(12 * 16, dtype=np.int64)
+    offsets = np.array([(c % 3) * nbytes for c in range(7)], dtype=np.int64)
+    for hold, kept in ((3, [4, 5, 6]), (0, list(range(7))), (10, list(range(7)))):
+        run, _ = A.sandbox_runner(runner, buf, [0], [(inputs[0][0].shape, "float32")], loop_cache, hold=hold)
+        got = run(7, offsets.ctypes.data, results.ctypes.data, results.size)
+        assert got == 12 * len(kept), (hold, got)
+        for r, c in zip(results[:got].reshape(-1, 12), kept, strict=True):
+            out = np.ctypeslib.as_array((ctypes.c_float * (int(r[1]) // 4)).from_address(int(r[0])))
+            np.testing.assert_allclose(out.reshape(refs[0].shape), refs[c % 3], rtol=1e-5, atol=1e-5)
+
+
+def test_drawn_call_counts_leave_no_call_safe_to_skip():
+    """With a ring of the last `hold` outputs the call count is memoryless: at whatever call a kernel
+    is, the chance that the request ends within `hold` calls (so the call may be checked) is the same;
+    without a ring (every output kept) the count stays within 3/4 of the planned one."""
+    import random
+
+    from benchmark.isolated import draw_calls
+
+    rng = random.Random(7)
+    n, most, hold = 40, 257, 3
+    draws = [draw_calls(rng, n, most, hold) for _ in range(40000)]
+    assert 0.9 * n < sum(draws) / len(draws) < 1.1 * n and max(draws) <= most and min(draws) >= 1
+    ends_soon = []
+    for i in (1, 10, 40, 80):
+        reached = [d for d in draws if d >= i]
+        ends_soon.append(sum(d < i + hold for d in reached) / len(reached))
+    expect = 1 - (1 - 1 / n) ** hold
+    assert all(abs(p - expect) < 0.03 for p in ends_soon), (ends_soon, expect)
+    fixed = [draw_calls(rng, n, most, 0) for _ in range(2000)]
+    assert min(fixed) == 30 and max(fixed) == 40
+    assert draw_calls(rng, 1, most, hold) == 1 and draw_calls(rng, 50, 2, hold) == 1

@@ -162,17 +162,21 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_install_input_guard(void*, const TVM
   TVM_FFI_SAFE_CALL_END();
 }
 
-// make_window_loop(f, proto_0, proto_1, ...) -> loop(number, offsets_addr, results_addr, results_cap)
+// make_window_loop(f, hold, proto_0, proto_1, ...) -> loop(number, offsets_addr, results_addr, results_cap)
 // offsets: int64[number * n_inputs] byte offsets from each prototype's data; results: a kRecord-int64
-// record of every output of every call, in call order; returns the int64 count written
+// record of every output of the last min(hold, number) calls (hold 0: of every call), in call order;
+// returns the int64 count written. The outputs of a call that left the ring go back to the allocator
+// at once, so the next calls write buffers that are warm, as a model's memory plan reuses them.
 extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_window_loop(void*, const TVMFFIAny* args, int32_t num_args,
                                                              TVMFFIAny* result) {
   TVM_FFI_SAFE_CALL_BEGIN();
-  TVM_FFI_ICHECK_GE(num_args, 1) << "make_window_loop(f, protos...)";
+  TVM_FFI_ICHECK_GE(num_args, 2) << "make_window_loop(f, hold, protos...)";
   const ffi::AnyView* a = reinterpret_cast<const ffi::AnyView*>(args);
   ffi::Function f = a[0].cast<ffi::Function>();
+  const int64_t hold = a[1].cast<int64_t>();
+  TVM_FFI_ICHECK_GE(hold, 0) << "make_window_loop: hold=" << hold;
   auto protos = std::make_shared<std::vector<ffi::Tensor>>();
-  for (int32_t i = 1; i < num_args; ++i) protos->push_back(a[i].cast<ffi::Tensor>());
+  for (int32_t i = 2; i < num_args; ++i) protos->push_back(a[i].cast<ffi::Tensor>());
   auto held = std::make_shared<std::vector<ffi::Any>>();
   ffi::Function loop = ffi::Function::FromPacked([=](ffi::PackedArgs pa, ffi::Any* rv) {
     TVM_FFI_ICHECK_EQ(pa.size(), 4) << "loop(number, offsets_addr, results_addr, results_cap)";
@@ -182,7 +186,10 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_window_loop(void*, const TVMFFI
     const int64_t cap = pa[3].cast<int64_t>();
     const size_t k = protos->size();
     held->clear();  // the previous request's outputs go back to the allocator
-    held->reserve(static_cast<size_t>(number));
+    const size_t ring = hold > 0 ? static_cast<size_t>(std::min(hold, std::max<int64_t>(number, 1)))
+                                 : static_cast<size_t>(std::max<int64_t>(number, 0));
+    held->resize(ring);
+    size_t pos = 0;  // the ring's oldest call: where call i's output goes
     std::vector<ffi::Any> views(k);
     std::vector<ffi::AnyView> argv(k);
     for (int64_t i = 0; i < number; ++i) {
@@ -193,12 +200,15 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_window_loop(void*, const TVMFFI
                                             static_cast<void*>(base + offsets[i * k + j]));
         argv[j] = views[j];
       }
+      (*held)[pos] = ffi::Any();  // the output leaving the ring is freed before the call allocates
       ffi::Any out;
       f.CallPacked(argv.data(), static_cast<int32_t>(k), &out);
-      held->push_back(std::move(out));
+      (*held)[pos] = std::move(out);
+      pos = (pos + 1 == ring) ? 0 : pos + 1;
     }
     std::vector<int64_t> flat;
-    for (const ffi::Any& o : *held) flat_outputs(o, &flat);
+    const size_t kept = static_cast<size_t>(std::min<int64_t>(number, static_cast<int64_t>(ring)));
+    for (size_t c = 0; c < kept; ++c) flat_outputs((*held)[(pos + ring - kept + c) % ring], &flat);
     TVM_FFI_ICHECK_LE(static_cast<int64_t>(flat.size()), cap) << "window loop: results buffer too small";
     std::copy(flat.begin(), flat.end(), results);
     *rv = static_cast<int64_t>(flat.size());
@@ -354,14 +364,16 @@ def install_input_guard(lo: int, hi: int, fd: int, cache_dir: str | os.PathLike 
     _factory(cache_dir, "install_input_guard")(int(lo), int(hi), int(fd))
 
 
-def window_loop(f: Callable[..., Any], protos: Sequence[Any], cache_dir: str | os.PathLike | None = None):
+def window_loop(f: Callable[..., Any], protos: Sequence[Any], cache_dir: str | os.PathLike | None = None,
+                hold: int = 0):
     """`run(number, offsets_addr, results_addr, results_cap) -> int64s written`: `number` calls of the
     TVM function `f` in C++, call i on views of `protos` (tensors over the input pools) shifted by the
-    byte offsets `offsets[i * len(protos) + j]`; every output stays alive until the next run, and the
-    (address, bytes) of each is written to `results` (benchmark/sandbox.py)."""
+    byte offsets `offsets[i * len(protos) + j]`; the outputs of the last `hold` calls (0: of every call)
+    stay alive until the next run, and the record of each (address, bytes, dtype, shape) is written to
+    `results` in call order (benchmark/sandbox.py)."""
     make = _factory(cache_dir, "make_window_loop")
     keep = list(protos)  # the views' pools outlive the loop's raw pointers into them
-    loop = make(f, *keep)
+    loop = make(f, int(hold), *keep)
 
     def run(number: int, offsets_addr: int, results_addr: int, results_cap: int) -> int:
         run.keep = keep  # type: ignore[attr-defined]

@@ -199,13 +199,14 @@ def _pool_view(buf, start: int, byte_offset: int, shape: Sequence[int], dtype: s
 
 
 def sandbox_runner(runner: VMRunner, buf, starts: Sequence[int], specs: Sequence[tuple[Sequence[int], str]],
-                   cache_dir: str | None = None):
+                   cache_dir: str | None = None, hold: int = 0):
     """What a sandboxed worker serves for a VM (benchmark/sandbox.py): `run(number, offsets_addr,
     results_addr, cap)` (the C++ window loop over views of the pool) and `profile(offsets, repeat)`
-    (per-kernel times on one window). Made before the worker's filter closes: the loop's library is
+    (per-kernel times on one window); the last `hold` calls' outputs are kept (0: every call's). Made
+    before the worker's filter closes: the loop's library is
     loaded and TVM's thread pool started here."""
     protos = [_pool_view(buf, s, 0, shape, dtype) for s, (shape, dtype) in zip(starts, specs, strict=True)]
-    run = call_loop.window_loop(runner.vm["main"], protos, cache_dir)
+    run = call_loop.window_loop(runner.vm["main"], protos, cache_dir, hold=hold)
     # a VM of its own: the profile's instrument (a Python callback per call) must not stay on the timed VM
     prof = VMRunner(runner.ex, runner.dev)
 
