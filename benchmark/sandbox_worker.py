@@ -218,6 +218,12 @@ def main(sock: socket.socket, served: Served, pool: Any, judge: int, root_dir: s
                                "and pyseccomp, or set evaluator.sandbox=false to run candidates unsandboxed")
         _limits(data_limit)
         layers = _jail(root_dir)
+        # a change of credentials (uid nobody, a user namespace) clears the parent-death signal
+        # (prctl(2)): armed again, or a worker stopped between requests outlived a killed judge, stopped
+        # forever (the orphaned pairs of the test sessions' leak check)
+        proc.die_with_parent()
+        if os.getppid() != judge:
+            os._exit(71)
         _seccomp(_seccomp_lib, os.getpid(), device=served.device)
         layers.append("seccomp")
     hello = {"ok": True, "layers": layers, "threads": threads_now, "results": int(results.ctypes.data)}

@@ -411,3 +411,52 @@ def test_a_ring_of_kept_outputs_and_the_request_cost_taken_off(task, root, tmp_p
     assert res.extra["sandbox_hold"] == 3 and 0 < res.extra["request_fixed_s"] < 0.01, res.extra
     counts = {r[1] for r in res.extra["timing_diag"] if r[5]}
     assert len(counts) > 3, counts
+
+
+JUDGE = r"""
+import ctypes, sys, time
+import numpy as np
+from benchmark import sandbox
+
+specs = [sandbox.InputSpec((16,), "float32")]
+pool = sandbox.Pool(specs, 4096, max_calls=2)
+
+def setup(buf, pool):
+    def run(n, offs_addr, res_addr, cap):
+        return 0
+    return run, None
+
+w = sandbox.start(sandbox.Served(setup=setup, n_outputs=1, threads=1, sandbox=True), pool, "candidate")
+print(w.pid, " ".join(w.layers), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_stopped_worker_dies_with_its_killed_judge(tmp_path):
+    # the worker is SIGSTOPped between requests, so it never reads its socket's EOF: only the
+    # parent-death signal ends it, and the jail's change of uid (as root) or of user namespace clears
+    # that signal unless it is armed again afterwards
+    import os
+    import signal
+    import subprocess
+    import time
+
+    import psutil
+
+    judge = subprocess.Popen([sys.executable, "-c", JUDGE], cwd=Path(__file__).parents[1], stdout=subprocess.PIPE,
+                             text=True, start_new_session=True)
+    try:
+        pid_s, _, layers = judge.stdout.readline().strip().partition(" ")
+        worker = psutil.Process(int(pid_s))
+        assert worker.status() == psutil.STATUS_STOPPED and "seccomp" in layers, (worker.status(), layers)
+        os.kill(judge.pid, signal.SIGKILL)
+        judge.wait(10)
+        try:
+            worker.wait(10)
+        except psutil.TimeoutExpired:
+            worker.kill()
+            raise AssertionError(f"the worker outlived its judge by 10 s (layers: {layers})") from None
+    finally:
+        if judge.poll() is None:
+            judge.kill()
+            judge.wait(10)
