@@ -439,7 +439,6 @@ def test_a_stopped_worker_dies_with_its_killed_judge(tmp_path):
     import os
     import signal
     import subprocess
-    import time
 
     import psutil
 
