@@ -3,8 +3,8 @@
 The compute roof is torch's fp32 GEMM at the thread count TVM uses here (the CPU's affinity set):
 what a well-tuned kernel reaches, a fair "100%". The memory roof is the best of a large numpy copy,
 a numpy triad and a threaded torch copy, on arrays far bigger than the last-level cache. The result
-is cached as JSON under `<cache>/calibration/<cpu>.json` (`$LEKA_CACHE` or `.leka-cache/` in the
-repository) and re-used; `refresh=True` measures again. GPUs are not measured here (the profiler
+is cached as JSON under `<cache>/calibration/<cpu>.json` (the cache home: `$LEKA_CACHE`, `.leka-cache/`
+in a checkout, the user's cache when installed; leka/backends/paths.py) and re-used; `refresh=True` measures again. GPUs are not measured here (the profiler
 may run on a machine without one): their roofs come from a datasheet table.
 """
 
@@ -20,9 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from leka.backends import get_backend
-
-REPO = Path(__file__).resolve().parent.parent
-
+from leka.backends.paths import cache_home
 
 
 class Peaks(BaseModel):
@@ -40,7 +38,7 @@ class Peaks(BaseModel):
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("LEKA_CACHE") or (REPO / ".leka-cache")) / "calibration"
+    return cache_home() / "calibration"
 
 
 def cpu_key(threads: int | None = None) -> str:

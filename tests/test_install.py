@@ -117,7 +117,12 @@ from benchmark.task import resolve, select
 from candidate_tree.export import TEMPLATE
 from leka.arms.workspace import CONTRACT
 from leka.llm.prompting import PROMPTS_DIR, TEMPLATES, render
-print(json.dumps({"leka": leka.__file__, "prompts": str(PROMPTS_DIR), "benchmark": benchmark.__file__,
+from leka.backends.opencl import plugin_path
+from leka.backends.paths import cache_home
+from leka.llm.local import cache_dir
+from profilers.calibrate import cache_dir as roofs_dir
+print(json.dumps({"caches": [str(cache_home()), str(plugin_path()), str(cache_dir()), str(roofs_dir())],
+                  "leka": leka.__file__, "prompts": str(PROMPTS_DIR), "benchmark": benchmark.__file__,
                   "templates": sorted(p.name for p in PROMPTS_DIR.glob("*.j2")),
                   "wanted": sorted(set(TEMPLATES.values())), "view": TEMPLATE.is_file(),
                   "contract": CONTRACT.is_file(), "task": str(resolve("l1_gelu_tanh").path),
@@ -136,6 +141,8 @@ print(json.dumps({"leka": leka.__file__, "prompts": str(PROMPTS_DIR), "benchmark
     assert got["view"] and got["contract"]
     assert got["suite"] == 186 and got["subset"] == 23  # the whole suite and subset69 (README)
     assert "the L0 agent" in got["system"]
+    # machine-local files go to the user's cache (HOME is `work` here), never into site-packages
+    assert all(c.startswith(str(work / ".cache" / "leka")) for c in got["caches"]), got["caches"]
 
 
 def test_demo_from_a_wheel(venv, work):
@@ -188,3 +195,14 @@ def test_oneshot_from_a_wheel(venv, work):
     assert "class Model(nn.Module)" in prompt  # oneshot.j2 rendered with the reference
     res = json.loads(js.read_text())
     assert res["compile_at_1"] and res["correct_at_1"] and res["calls"] == 1, res
+
+
+def test_cache_home_in_a_checkout_and_by_environment(monkeypatch, tmp_path):
+    from leka.backends.opencl import plugin_path
+    from leka.backends.paths import cache_home, checkout
+
+    monkeypatch.delenv("LEKA_CACHE", raising=False)
+    monkeypatch.delenv("LEKA_OPENCL_PLUGIN", raising=False)
+    assert checkout() == ROOT and cache_home() == ROOT / ".leka-cache"
+    monkeypatch.setenv("LEKA_CACHE", str(tmp_path))
+    assert cache_home() == tmp_path and plugin_path() == tmp_path / "libtvm_opencl.so"

@@ -10,15 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from leka.backends import Backend, GuardProfile, L2Language
+from leka.backends.paths import cache_home
 
-REPO = Path(__file__).resolve().parents[2]
 PLUGIN_NAME = "libtvm_opencl.so"
 
 
 def plugin_path() -> Path:
-    """Where `make opencl` puts the plugin ($LEKA_OPENCL_PLUGIN overrides)."""
+    """Where `make opencl` puts the plugin ($LEKA_OPENCL_PLUGIN overrides; else the cache home,
+    leka/backends/paths.py)."""
     env = os.environ.get("LEKA_OPENCL_PLUGIN")
-    return Path(env) if env else REPO / ".leka-cache" / PLUGIN_NAME
+    return Path(env) if env else cache_home() / PLUGIN_NAME
 
 
 def target_spec(system_cpu: str = "", target: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:

