@@ -8,8 +8,8 @@ runs, the profile and the paired timing, each as requests to workers the judge f
   read-only, so a write would have faulted).
 - **Timing.** Before every request the pool gets fresh contents (new seeds of the task's own input
   distribution), every call of a request gets its own window offsets (distinct within the request), the
-  worker keeps the last `sandbox_hold` calls' outputs (a ring: each call writes a warm buffer), the
-  number of calls is drawn memoryless around the planned `number` (`draw_calls`), and after the answer
+  worker keeps every call's outputs (or, with `sandbox_hold` N > 0, the last N calls', a ring), the
+  number of calls is drawn around the planned `number` (memoryless with a ring: `draw_calls`), and after the answer
   one kept call, drawn at random, is checked: its output against the other arm's output on the same
   inputs (an untimed one-call request to the other worker), at twice the task's tolerance. The clock
   is the judge's, around the request, less the fastest empty request's cost. Both arms go through
@@ -103,7 +103,7 @@ def _make(st: Any):
 
 
 def _hold(st: Any) -> int:
-    return max(0, int(st.cfg.get("sandbox_hold", 3)))
+    return max(0, int(st.cfg.get("sandbox_hold", 0)))
 
 
 def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool) -> sandbox.Served:

@@ -170,6 +170,23 @@ def _records(arrays: list[np.ndarray], results: np.ndarray, keep: list) -> int:
     return len(flat)
 
 
+def _close_in(served: Served, judge: int, root_dir: str | None, data_limit: int | None) -> list[str]:
+    """Limits, the jail, the filter: what a sandboxed worker runs under from here on (its layers)."""
+    if _seccomp_lib is None:
+        raise RuntimeError(f"no seccomp filter can be made here ({_SECCOMP_MISSING}): install libseccomp2 "
+                           "and pyseccomp, or set evaluator.sandbox=false to run candidates unsandboxed")
+    _limits(data_limit)
+    layers = _jail(root_dir)
+    # a change of credentials (uid nobody, a user namespace) clears the parent-death signal
+    # (prctl(2)): armed again, or a worker stopped between requests outlived a killed judge, stopped
+    # forever (the orphaned pairs of the test sessions' leak check)
+    proc.die_with_parent()
+    if os.getppid() != judge:
+        os._exit(71)
+    _seccomp(_seccomp_lib, os.getpid(), device=served.device)
+    return layers + ["seccomp"]
+
+
 def main(sock: socket.socket, served: Served, pool: Any, judge: int, root_dir: str | None,
          data_limit: int | None) -> None:
     proc.die_with_parent()
@@ -211,21 +228,7 @@ def main(sock: socket.socket, served: Served, pool: Any, judge: int, root_dir: s
 
         guard = Guard(read_proc=False)
     threads_now = len(os.listdir("/proc/self/task"))  # its pools' threads, for the judge's record
-    layers: list[str] = []
-    if served.sandbox:
-        if _seccomp_lib is None:
-            raise RuntimeError(f"no seccomp filter can be made here ({_SECCOMP_MISSING}): install libseccomp2 "
-                               "and pyseccomp, or set evaluator.sandbox=false to run candidates unsandboxed")
-        _limits(data_limit)
-        layers = _jail(root_dir)
-        # a change of credentials (uid nobody, a user namespace) clears the parent-death signal
-        # (prctl(2)): armed again, or a worker stopped between requests outlived a killed judge, stopped
-        # forever (the orphaned pairs of the test sessions' leak check)
-        proc.die_with_parent()
-        if os.getppid() != judge:
-            os._exit(71)
-        _seccomp(_seccomp_lib, os.getpid(), device=served.device)
-        layers.append("seccomp")
+    layers = _close_in(served, judge, root_dir, data_limit) if served.sandbox else []
     hello = {"ok": True, "layers": layers, "threads": threads_now, "results": int(results.ctypes.data)}
     if served.device:
         _send(sock, {**hello, "device": True, "slots": int(served_now.slots)})

@@ -9,6 +9,9 @@ B. A-vs-A: every subset69 task's (llvm, or `--backend cuda|opencl` on its device
 
     PYTHONPATH=. .venv/bin/python experiments/bench_sandbox.py [--tasks ...] [--rounds 3] [--budget 45]
                                                               [--aa-rounds 1] [--skip-a] [--skip-b]
+                                                              [--set ARM:key=value ...]
+`--set` changes one arm's evaluator settings, e.g. `--set before:sandbox=true --set before:sandbox_hold=0`
+compares two sandboxed timings side by side.
 """
 
 from __future__ import annotations
@@ -33,10 +36,25 @@ TASKS = ("l1_matmul_square,l1_conv2d_pointwise,l1_conv1d_depthwise_k15,l2_dwconv
 ARMS = ("before", "after")
 
 
+SETS: dict[str, dict[str, object]] = {"before": {"sandbox": False}, "after": {"sandbox": True}}
+
+
 def _evaluators(cache: str, backend: str = "llvm") -> dict[str, Evaluator]:
     extra = {} if backend == "llvm" else {"memory_cap_gb": 16.0, "timeout_s": 300}
-    return {"before": Evaluator(EvaluatorConfig(sandbox=False, **extra), backend, cache_dir=cache),
-            "after": Evaluator(EvaluatorConfig(sandbox=True, **extra), backend, cache_dir=cache)}
+    return {a: Evaluator(EvaluatorConfig(**{**extra, **SETS[a]}), backend, cache_dir=cache) for a in ("before", "after")}
+
+
+def _arm_set(text: str) -> None:
+    """`ARM:key=value` (e.g. `before:sandbox=true`): an evaluator setting of one arm, parsed as JSON where
+    it parses (`true`, `0`, `3.5`), else kept as text; the pydantic config validates it."""
+    arm, _, kv = text.partition(":")
+    key, eq, val = kv.partition("=")
+    if arm not in SETS or not key or not eq:
+        raise SystemExit(f"--set wants ARM:key=value with ARM before or after, got {text!r}")
+    try:
+        SETS[arm][key] = json.loads(val)
+    except json.JSONDecodeError:
+        SETS[arm][key] = val
 
 
 def leka_answer(task_id: str, budget_s: int, out: Path, cache: str):
@@ -131,13 +149,18 @@ def main() -> None:
     ap.add_argument("--backend", default="llvm", help="part B's backend (cuda, opencl: on their device)")
     ap.add_argument("--b-tasks", type=int, default=0, help="part B: the first N subset tasks only")
     ap.add_argument("--arms", default="before,after", help="the protocols to run (before = evaluator.sandbox=false)")
+    ap.add_argument("--set", action="append", default=[], metavar="ARM:key=value",
+                    help="an evaluator setting of one arm, e.g. before:sandbox=true before:sandbox_hold=0")
     args = ap.parse_args()
+    for text in args.set:
+        _arm_set(text)
     global ARMS
     ARMS = tuple(a for a in args.arms.split(",") if a in ("before", "after"))
     cache = tempfile.mkdtemp(prefix="leka-sandbox-bench-")
     print(f"machine: {platform.processor() or platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cpus; "
-          f"python {platform.python_version()}; started {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    out = {}
+          f"python {platform.python_version()}; started {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+          f"arms {SETS}")
+    out: dict = {"arms": SETS}
     if not args.skip_a:
         out["a"] = part_a([t for t in args.tasks.split(",") if t], args.rounds, args.budget, cache)
     if not args.skip_b:

@@ -388,7 +388,7 @@ def test_timed_requests_never_outgrow_an_untimed_one(task, root, tmp_path):
     # with every call's output held until the next request (sandbox_hold 0), a request with more calls
     # than any before allocates and faults in new buffers while it is timed; an untimed request of that
     # size runs first
-    res = _ev(tmp_path, timing_diag=True, sandbox_hold=0).evaluate(task, _cand(task, root, HONEST, "sb_primed"))
+    res = _ev(tmp_path, timing_diag=True).evaluate(task, _cand(task, root, HONEST, "sb_primed"))
     assert res.correct, (res.error_kind, res.error)
     rows = res.extra["timing_diag"]
     assert any(r[5] for r in rows) and any(not r[5] for r in rows), rows
@@ -404,9 +404,9 @@ def test_timed_requests_never_outgrow_an_untimed_one(task, root, tmp_path):
 
 
 def test_a_ring_of_kept_outputs_and_the_request_cost_taken_off(task, root, tmp_path):
-    # the default: the worker keeps the last 3 calls' outputs, timed requests draw their call counts
+    # sandbox_hold 3: the worker keeps the last 3 calls' outputs, timed requests draw their call counts
     # (some over the planned number), the fastest empty request's cost is measured and taken off
-    res = _ev(tmp_path, timing_diag=True).evaluate(task, _cand(task, root, HONEST, "sb_ring"))
+    res = _ev(tmp_path, timing_diag=True, sandbox_hold=3).evaluate(task, _cand(task, root, HONEST, "sb_ring"))
     assert res.correct, (res.error_kind, res.error)
     assert res.extra["sandbox_hold"] == 3 and 0 < res.extra["request_fixed_s"] < 0.01, res.extra
     counts = {r[1] for r in res.extra["timing_diag"] if r[5]}

@@ -79,10 +79,12 @@ class EvaluatorConfig(_Section):
     sandbox_slack_kib: int = Field(256, ge=1)  # per input: room for distinct window offsets (64 B apart)
     sandbox_input_sets: int = Field(2, ge=1)  # copies of each input in the pool: consecutive calls read other bytes
     sandbox_output_mib: int = Field(64, ge=1)  # outputs one timing request may hold (bounds its calls)
-    # the calls of a timing request whose outputs the worker keeps for the check: the last N (a ring, so
-    # each call writes a warm buffer, as a model's memory plan reuses them; the call count is then drawn
-    # memoryless); 0 keeps every call's outputs (each call then writes a buffer no call wrote lately)
-    sandbox_hold: int = Field(3, ge=0)
+    # the calls of a timing request whose outputs the worker keeps for the check: 0 keeps every call's
+    # (the call count drawn from 3/4 of the plan to all of it); N keeps the last N, a ring (each call
+    # writes a warm buffer; the count is then drawn memoryless). 0 is the default: side by side on
+    # 2026-12-02 the ring gave no honest kernel its in-process speed back and passed fewer A-vs-A
+    # tasks (14/23 against 18/23, experiments/results/bench_eval_integrity.md, fourth measurement)
+    sandbox_hold: int = Field(0, ge=0)
     sandbox_device_mib: int = Field(512, ge=1)  # a device worker's slots (inputs + outputs per call; at most 256)
     # diagnostics: every sandboxed timing request's split (the judge's clock, the worker's own, the pool
     # refill) in EvalResult.extra["timing_diag"] (experiments/bench_sandbox_split.py)
