@@ -144,3 +144,14 @@ def test_functions_fit_on_a_screen():
 def test_run_py_is_the_entry_only():
     """leka/run.py sets up and drives a run; the policy, the live view and the report are modules of their own."""
     assert len((ROOT / "leka" / "run.py").read_text().splitlines()) < 200
+
+
+def test_one_geomean():
+    """benchmark/stats.py holds the project's geomean; a second one (a hand-written exp-of-mean-log, or
+    statistics.geometric_mean, which raises on the zeros a failed task reports) would drift from it."""
+    import re
+
+    own = re.compile(r"def geomean\b|geometric_mean\(|exp\(sum\(\s*math\.log")
+    found = [p.relative_to(ROOT).as_posix() for folder in CODE_FOLDERS for p in sorted((ROOT / folder).rglob("*.py"))
+             if not p.relative_to(ROOT).as_posix().startswith(NOT_CODE) and own.search(p.read_text())]
+    assert found == ["benchmark/stats.py"], found

@@ -14,7 +14,6 @@ ran on a loaded machine (other processes' CPU or steal time) are counted per cel
 from __future__ import annotations
 
 import html
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,15 +98,13 @@ def _rel(exp_dir: Path, r: dict[str, Any]) -> str:
 
 def bootstrap_ratio(pairs: list[tuple[float, float]]) -> tuple[float, float, float] | None:
     """Geomean of a/b over tasks, with a 95% interval over tasks of the paired per-task log-ratios
-    log a - log b (`stats.mean_interval`: bootstrap, at least the t interval; seeded from the data).
+    log a - log b (`stats.geomean_interval`: bootstrap, at least the t interval; seeded from the data).
     A single task has no interval: its bounds are the point."""
-    if not pairs:
+    g = stats.geomean_interval([a / b for a, b in pairs], salt="ablation")
+    if g is None:
         return None
-    logs = [math.log(a / b) for a, b in pairs]
-    m, lo, hi = stats.mean_interval(logs, salt="ablation")
-    if lo is None or hi is None:
-        lo = hi = m
-    return math.exp(m), math.exp(lo), math.exp(hi)
+    m, lo, hi = g
+    return (m, m, m) if lo is None or hi is None else (m, lo, hi)
 
 
 def reference_label(trials: int) -> str:
