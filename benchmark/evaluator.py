@@ -17,6 +17,7 @@ from benchmark import runner as runners
 from benchmark.task import Task
 from leka.core.config import BaselineConfig, DeviceConfig, EvaluatorConfig
 from leka.core.devices import parse_device
+from leka.core.levels import extension_modules
 from leka.core.protocols import Runner
 from leka.core.types import EvalResult
 
@@ -58,6 +59,9 @@ class Evaluator:
             "time": time_it, "profile": profile, "export": export, "cache_dir": self.cache_dir,
             "threads": len(os.sched_getaffinity(0)), "device": self.device,
         }
+        ext = extension_modules()
+        if ext:  # levels registered at run time: the child registers them too, so it lowers alike
+            job["levels"] = ext
         if time_it and kind == "tuned":
             d = baselines.ms_dir(task, self.backend, self.baseline.trials, self.cache_dir, self.device)
             if not baselines.is_tuned(d):

@@ -74,6 +74,15 @@ def _child(job: dict[str, Any], out_path: str, entry: str) -> None:
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch.export's internal deprecations
     # imported here, in the child: the parent (and its forkserver's preload list) decides what is loaded
+    from leka.core.levels import load_extensions
+
+    try:
+        load_extensions(job.get("levels") or [])  # levels the parent registered at run time
+    except Exception as e:  # noqa: BLE001 - the job's fault, answered as a result in one line
+        res = EvalResult(task=job.get("task_id", "?"), backend=job.get("backend", "llvm"), error_kind="bad_input",
+                         error=f"the evaluation process cannot load a registered level: {type(e).__name__}: {e}")
+        Path(out_path).write_text(json.dumps({"result": res.model_dump(mode="json"), "profile": None}))
+        return
     module, func = entry.split(":")
     getattr(importlib.import_module(module), func)(job, out_path)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmark import stats
+from leka.core.levels import level_names
 from leka.exp.store import Store
 
 FAST_PS = [round(0.1 * i, 1) for i in range(41)]  # Fast@p curve, p in [0, 4]
@@ -207,13 +208,14 @@ def ratio_table(d: Data) -> list[str]:
 
 
 def job_rows(d: Data, link) -> list[str]:
-    out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | vs PyTorch eager | evals | nodes L0/L1/L2 | LLM calls "
+    levels = level_names()
+    out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | vs PyTorch eager | evals | nodes {'/'.join(levels)} | LLM calls "
            "| tokens in/out | budget used | wall | error |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(d.rows, key=lambda r: r["job_id"]):
         href = _rel(d.exp_dir, r)
         nb = r.get("nodes_by_level") or {}
         cells = [str(bool(r.get("correct"))), _raw(r, "speedup_ref"), _raw(r, "speedup_torch"), str(r.get("evaluations", 0)),
-                 "/".join(str(nb.get(k, 0)) for k in ("L0", "L1", "L2")), str(r.get("llm_calls", 0)),
+                 "/".join(str(nb.get(k, 0)) for k in levels), str(r.get("llm_calls", 0)),
                  f"{r.get('input_tokens', 0)}/{r.get('output_tokens', 0)}", f"{r.get('budget_used_s') or 0:.0f}s",
                  f"{r.get('wall_s') or 0:.0f}s"]
         err = (r.get("error") or "").replace("|", "/").replace("\n", " ")[:90]
