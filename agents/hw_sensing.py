@@ -20,12 +20,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from leka.core.levels import ROUTING_MODES
+from leka.core.levels import LEVEL_SPECS, behaviour, level_names, routing_modes
 from leka.core.protocols import AgentContext
-from leka.core.types import LEVELS, Edit
+from leka.core.types import Edit
 from profilers.report import COMPUTE_KINDS, SMALL_KERNEL_S, ProfileReport
 
-MODES = ROUTING_MODES  # the values `run.routing` accepts (leka.core.config checks them)
 # Heuristic weights: how strongly each kind of evidence argues for its level, relative to the L1
 # baseline (share x distance from the roof of an unscheduled hot kernel = weight 1).
 W_RETUNE = 0.35  # L1 again on a kernel that already has a schedule
@@ -63,10 +62,10 @@ class Route(BaseModel):
 def parse_layers(layers: str | Sequence[str]) -> tuple[str, ...]:
     """"L0,L1" or ["L0", "L1"] -> ("L0", "L1") in level order; unknown or empty -> ValueError."""
     items = [x.strip() for x in (layers.split(",") if isinstance(layers, str) else layers) if x.strip()]
-    bad = [x for x in items if x not in LEVELS]
+    bad = [x for x in items if x not in level_names()]
     if bad or not items:
-        raise ValueError(f"layers {list(items)!r}: use a non-empty subset of {list(LEVELS)}")
-    return tuple(lv for lv in LEVELS if lv in items)
+        raise ValueError(f"layers {list(items)!r}: use a non-empty subset of {list(level_names())}")
+    return tuple(lv for lv in level_names() if lv in items)
 
 
 def _pct(x: float) -> str:
@@ -150,11 +149,30 @@ def _score_l2(hot) -> tuple[float, str]:
             f"FMAs, {hot.vector_insns} packed ops)")
 
 
+def _movers(report: ProfileReport) -> list:
+    """The kernels that compute (layout copies are L0's evidence), hottest first."""
+    return [k for k in report.kernels if k.kind != "layout"]
+
+
+# the level table's scores (LevelSpec.score): (report, tuner) -> (score, evidence)
+def score_l0(report: ProfileReport, tuner: bool = False) -> tuple[float, str]:
+    return _score_l0(report)
+
+
+def score_l1(report: ProfileReport, tuner: bool = False) -> tuple[float, str]:
+    return _score_l1(_movers(report), tuner)
+
+
+def score_l2(report: ProfileReport, tuner: bool = False) -> tuple[float, str]:
+    movers = _movers(report)
+    return _score_l2(movers[0] if movers else None)
+
+
 def score_levels(report: ProfileReport, tuner: bool = False) -> dict[str, tuple[float, str]]:
-    """{level: (score, evidence)} from a profile; every level gets a score and a reason. `tuner`: the L1
-    agent has MetaSchedule as a tool (then a scheduled hot kernel argues for L1 with W_TUNE)."""
-    movers = [k for k in report.kernels if k.kind != "layout"]
-    return {"L0": _score_l0(report), "L1": _score_l1(movers, tuner), "L2": _score_l2(movers[0] if movers else None)}
+    """{level: (score, evidence)} from a profile, each by its level's own score (LevelSpec.score);
+    every level gets a score and a reason. `tuner`: the L1 agent has MetaSchedule as a tool (then a
+    scheduled hot kernel argues for L1 with W_TUNE)."""
+    return {lv: behaviour(spec, "score")(report, tuner) for lv, spec in LEVEL_SPECS.items()}
 
 
 class HardwareSensingAgent:
@@ -162,11 +180,11 @@ class HardwareSensingAgent:
 
     level = "router"
 
-    def __init__(self, mode: str = "profile", layers: str | Sequence[str] = LEVELS, seed: int = 0):
-        if mode not in MODES:
-            raise ValueError(f"unknown routing mode {mode!r}; use one of {', '.join(MODES)}")
+    def __init__(self, mode: str = "profile", layers: str | Sequence[str] | None = None, seed: int = 0):
+        if mode not in routing_modes():
+            raise ValueError(f"unknown routing mode {mode!r}; use one of {', '.join(routing_modes())}")
         self.mode = mode
-        self.layers = parse_layers(layers)
+        self.layers = parse_layers(level_names() if layers is None else layers)
         self.seed = seed
         if mode.startswith("fixed:") and mode.split(":", 1)[1] not in self.layers:
             raise ValueError(f"mode {mode} routes to a level not in layers {list(self.layers)}")
@@ -246,14 +264,14 @@ class HardwareSensingAgent:
         untried = [lv for lv in enabled if counts and counts.get(lv, 0) == 0]
         if untried and evals >= COVERAGE_EVALS:
             lv = untried[0]  # upper level first: an L0 change rebuilds the levels below it anyway
-            top = max(enabled, key=lambda x: (scored[x][0], -LEVELS.index(x)))
+            top = max(enabled, key=lambda x: (scored[x][0], -level_names().index(x)))
             return Route(level=lv, scores=scores, mode=self.mode,
                          reason=f"coverage: no {lv} node after {evals} evaluations; {lv} evidence: "
                                 f"{scored[lv][1]} (the profile favours {top}) -> {lv}")
         # ties go to the upper level: an L0 change rebuilds everything below it anyway
-        best = max(enabled, key=lambda lv: (scored[lv][0], -LEVELS.index(lv)))
+        best = max(enabled, key=lambda lv: (scored[lv][0], -level_names().index(lv)))
         reason = f"{scored[best][1]} -> {best}"
-        overall = max(LEVELS, key=lambda lv: (scored[lv][0], -LEVELS.index(lv)))
+        overall = max(level_names(), key=lambda lv: (scored[lv][0], -level_names().index(lv)))
         if overall != best and scored[overall][0] > scored[best][0]:
             why = "switched off" if overall not in self.layers else "already tried"
             reason += f" ({overall} scored higher but is {why})"

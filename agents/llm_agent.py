@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from leka.core.levels import LEVEL_SPECS, LiveTable, level_names
 from leka.core.protocols import AgentContext
-from leka.core.types import LEVELS, BudgetExhausted, Edit
+from leka.core.types import BudgetExhausted, Edit
 from leka.llm.base import Completion, Message, Provider, ProviderError, Usage
 from leka.llm.parsing import ParseError, parse_edits, parse_route, reply_data
 from leka.llm.prompting import EDIT_TOOL_NAME, ROUTE_TOOL_NAME, TEMPLATES, edit_tool, render, route_tool
@@ -35,13 +36,10 @@ from leka.llm.small import (
 
 log = logging.getLogger("leka.agents")
 
-ROLES = {
-    "L0": "the L0 agent (graph-level edits to the Relax module)",
-    "L1": "the L1 agent (loop schedules for TIR PrimFuncs)",
-    "L2": "the L2 agent (target source for single kernels)",
-    "oneshot": "a one-shot optimiser (writes the whole candidate at once)",
-    "router": "the hardware-sensing agent",
-}
+# each level's role is its spec's (leka.core.levels); the two agents that are no level have theirs here
+ROLES = LiveTable(lambda: {**{lv: s.role for lv, s in LEVEL_SPECS.items()},
+                           "oneshot": "a one-shot optimiser (writes the whole candidate at once)",
+                           "router": "the hardware-sensing agent"})
 
 ViewsFn = Callable[[Any, AgentContext], dict[str, str]]
 
@@ -275,8 +273,8 @@ class LLMAgent(_RepairLoop):
                  deadline: Callable[[], float | None] = lambda: None, max_tokens: int = 4096,
                  temperature: float = 0.2, context_tokens: int | None = None, prompt_tokens: int | None = None,
                  small_schema: bool = False, on_report: Callable[[AgentReport], None] | None = None):
-        if level not in (*LEVELS, "oneshot"):
-            raise ValueError(f"LLMAgent level must be L0, L1, L2 or oneshot, got {level!r}")
+        if level not in (*level_names(), "oneshot"):
+            raise ValueError(f"LLMAgent level must be {', '.join(level_names())} or oneshot, got {level!r}")
         self.level, self.provider, self.views, self.check = level, provider, views, check
         self.max_repairs, self.deadline = max_repairs, deadline
         self.template = template or TEMPLATES[level]
@@ -325,14 +323,14 @@ class LLMRouter(_RepairLoop):
     (`fallback`, "fallback: <why>") instead of raising, so the run keeps going."""
 
     def __init__(self, provider: Provider, *, views: ViewsFn = lambda c, ctx: {},
-                 levels: list[str] | tuple[str, ...] = LEVELS, max_repairs: int = 2, template: str | None = None,
+                 levels: list[str] | tuple[str, ...] | None = None, max_repairs: int = 2, template: str | None = None,
                  deadline: Callable[[], float | None] = lambda: None, fallback: str | None = None,
                  max_tokens: int = 1024, temperature: float = 0.2, context_tokens: int | None = None,
                  prompt_tokens: int | None = None, on_report: Callable[[AgentReport], None] | None = None):
         self.level = "router"
-        self.provider, self.views, self.levels = provider, views, list(levels)
-        if not self.levels or any(lv not in LEVELS for lv in self.levels):
-            raise ValueError(f"router levels must be a non-empty subset of {LEVELS}, got {levels!r}")
+        self.provider, self.views, self.levels = provider, views, list(level_names() if levels is None else levels)
+        if not self.levels or any(lv not in level_names() for lv in self.levels):
+            raise ValueError(f"router levels must be a non-empty subset of {level_names()}, got {levels!r}")
         self.fallback = fallback or ("L1" if "L1" in self.levels else self.levels[0])
         self.max_repairs, self.deadline = max_repairs, deadline
         self.template = template or TEMPLATES["router"]

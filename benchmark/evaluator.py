@@ -13,10 +13,12 @@ import time
 from typing import Any
 
 from benchmark import baselines
-from benchmark.runner import LocalRunner, Runner
+from benchmark import runner as runners
 from benchmark.task import Task
 from leka.core.config import BaselineConfig, DeviceConfig, EvaluatorConfig
 from leka.core.devices import parse_device
+from leka.core.levels import extension_modules
+from leka.core.protocols import Runner
 from leka.core.types import EvalResult
 
 
@@ -27,12 +29,13 @@ class Evaluator:
                  baseline: BaselineConfig | None = None, cache_dir: str | None = None,
                  runner: Runner | None = None, device: DeviceConfig | None = None):
         self.cfg = cfg or EvaluatorConfig()
-        # where jobs run: a forked local child unless a runner is passed in (a remote device's jobs too:
-        # see self.device)
-        self.runner: Runner = runner or LocalRunner(self.cfg.timeout_s, self.cfg.memory_cap_gb, self.cfg.measure_slots)
-        # None: this machine; else the remote device's config, handed to the child as a dict (the child
-        # then runs benchmark/rpc_runner.py: build here, check and time on the board)
+        # None: this machine; else the remote device's config, handed to the job as a dict
         self.device = device.model_dump(mode="json") if device is not None and parse_device(device.url) else None
+        # where jobs run (benchmark/runner.py): a board's rpc runner (build here, check and time there)
+        # or a forked local child, unless a runner is passed in
+        self.runner: Runner = runner or runners.create("rpc" if self.device else "local", timeout_s=self.cfg.timeout_s,
+                                                       memory_cap_gb=self.cfg.memory_cap_gb,
+                                                       measure_slots=self.cfg.measure_slots)
         self.backend = backend
         self.baseline = baseline or BaselineConfig()
         self.cache_dir = cache_dir or self.baseline.cache_dir
@@ -56,6 +59,9 @@ class Evaluator:
             "time": time_it, "profile": profile, "export": export, "cache_dir": self.cache_dir,
             "threads": len(os.sched_getaffinity(0)), "device": self.device,
         }
+        ext = extension_modules()
+        if ext:  # levels registered at run time: the child registers them too, so it lowers alike
+            job["levels"] = ext
         if time_it and kind == "tuned":
             d = baselines.ms_dir(task, self.backend, self.baseline.trials, self.cache_dir, self.device)
             if not baselines.is_tuned(d):

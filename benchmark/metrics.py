@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from statistics import NormalDist
 
-from benchmark.stats import LEVEL, geomean_interval
+from benchmark.stats import LEVEL, geomean, geomean_interval
 from leka.core.types import EvalResult
 
 
@@ -50,12 +50,6 @@ def wilson(k: int, n: int, level: float = LEVEL) -> tuple[float, float, float] |
 def fast_at_interval(results: Sequence[EvalResult], p: float = 1.0) -> tuple[float, float, float] | None:
     """Fast@p (lower bounds above p) with a Wilson interval over the tasks; None for no tasks."""
     return wilson(sum(1 for r in results if r.is_faster(p)), len(results))
-
-
-def geomean(xs: Sequence[float | None]) -> float | None:
-    """Geometric mean of the positive values (None and non-positive ones are skipped; None if none left)."""
-    vals = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in vals) / len(vals)) if vals else None
 
 
 def geomean_speedup(results: Sequence[EvalResult]) -> float | None:

@@ -8,9 +8,9 @@ check the candidate over the seeds (poisoned buffers first, inputs checked uncha
 PyTorch reference computed here, then time candidate and baseline in interleaved pairs with the
 board's own `time_evaluator` (benchmark.worker.paired_timing), so both are device times.
 
-It runs inside the evaluation child (benchmark/evaluator.py picks it for a remote device), so a
-board that hangs hits the evaluator's timeout; a board that disconnects raises here and becomes an
-EvalResult with error_kind "runtime" and the device in the message; the run goes on.
+It runs inside the evaluation child of `benchmark.runner.RPCRunner` (the runner `Evaluator` creates
+for a remote device), so a board that hangs hits the evaluator's timeout; a board that disconnects
+raises here and becomes an EvalResult with error_kind "runtime" and the device in the message; the run goes on.
 """
 
 from __future__ import annotations

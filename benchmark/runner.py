@@ -1,30 +1,34 @@
 """Where an evaluation job runs, in the manner of MetaSchedule's builder / runner split
-(`Runner.submit(job) -> EvalFuture`, `future.done()`, `future.result()`).
+(`Runner.create(kind)`, `Runner.submit(job) -> EvalFuture`, `future.done()`, `future.result()`).
 
 A job is the JSON-able dict `Evaluator` makes (task path, candidate, evaluator config, baseline, ...);
 running it means the steps of benchmark/worker.py (prepare -> build -> check -> profile/export ->
 time) somewhere, and its answer is `(EvalResult, profile dict or None)`. Failures are data there too:
 a runner never raises for a candidate's fault.
 
-- `LocalRunner`: a child process forked from a forkserver that has torch and TVM loaded, with a
-  wall-clock timeout and a memory cap over the child's whole process tree (crash / hang / OOM
-  become results). Once the child has passed its memory check (it writes `OUT.prepared`), a second
-  child from the same forkserver computes the PyTorch references into a folder (benchmark/refs.py),
-  which the first reads memory-mapped seed by seed; the cap covers both. Without a configured cap
-  the child's derived one (benchmark/memory.py) replaces this machine's share once it is known.
-- A board behind the TVM RPC tracker (`device.url = rpc://...`, e.g. an OpenCL board) has no runner
-  of its own: the job goes to `LocalRunner` like any other, and its child runs
-  `benchmark.rpc_runner.run_remote_job` instead of the worker's steps (build and reference here, check
-  and timing on the board), under the same timeout and memory cap.
+`Runner` and `EvalFuture` are protocols of `leka.core.protocols`; `create(kind, ...)` makes one of
+the table `RUNNERS`:
 
-`Runner` is the protocol `Evaluator` takes (`Evaluator(runner=...)`); `LocalRunner` is its one
-implementation here.
+- `local` (`LocalRunner`): a child process forked from a forkserver that has torch and TVM loaded,
+  running benchmark/worker.py's steps, with a wall-clock timeout and a memory cap over the child's
+  whole process tree (crash / hang / OOM become results). Once the child has passed its memory check
+  (it writes `OUT.prepared`), a second child from the same forkserver computes the PyTorch references
+  into a folder (benchmark/refs.py), which the first reads memory-mapped seed by seed; the cap covers
+  both. Without a configured cap the child's derived one (benchmark/memory.py) replaces this
+  machine's share once it is known.
+- `rpc` (`RPCRunner`): a board behind the TVM RPC tracker (`device.url = rpc://...`, e.g. an OpenCL
+  board). Its child, watched the same way (timeout, memory cap), runs
+  `benchmark.rpc_runner.run_remote_job`: build and references here, check and timing on the board.
+
+`Evaluator` creates `rpc` when its device config names a board, else `local`, unless a runner is
+passed in (`Evaluator(runner=...)`). Each runner refuses a job meant for the other kind.
 
 No tvm import here.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import multiprocessing as mp
 import os
@@ -34,31 +38,16 @@ import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 import psutil
 
 from benchmark import memory, refs, slots
 from benchmark.proc import die_with_parent, leave_forkserver
+from leka.core.protocols import EvalFuture, Runner
 from leka.core.types import EvalResult
 
 _CTX: Any = None
-
-
-@runtime_checkable
-class EvalFuture(Protocol):
-    """One submitted job: `done()` without blocking, `result()` blocks until there is one."""
-
-    def done(self) -> bool: ...
-
-    def result(self) -> tuple[EvalResult, dict | None]: ...
-
-
-@runtime_checkable
-class Runner(Protocol):
-    """Runs evaluation jobs (benchmark/worker.py's steps) somewhere: a local child, an RPC device."""
-
-    def submit(self, job: dict[str, Any]) -> EvalFuture: ...
 
 
 def _context():
@@ -75,7 +64,7 @@ def _context():
     return _CTX
 
 
-def _child(job: dict[str, Any], out_path: str) -> None:
+def _child(job: dict[str, Any], out_path: str, entry: str) -> None:
     # the forkserver exits when leka does (EOF on its alive pipe, which this child must not hold open),
     # and this child with it
     leave_forkserver()
@@ -85,12 +74,17 @@ def _child(job: dict[str, Any], out_path: str) -> None:
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch.export's internal deprecations
     # imported here, in the child: the parent (and its forkserver's preload list) decides what is loaded
-    if job.get("device"):  # a board behind the RPC tracker: build here, check and time there
-        from benchmark.rpc_runner import run_remote_job as run_job
-    else:
-        from benchmark.worker import run_job
+    from leka.core.levels import load_extensions
 
-    run_job(job, out_path)
+    try:
+        load_extensions(job.get("levels") or [])  # levels the parent registered at run time
+    except Exception as e:  # noqa: BLE001 - the job's fault, answered as a result in one line
+        res = EvalResult(task=job.get("task_id", "?"), backend=job.get("backend", "llvm"), error_kind="bad_input",
+                         error=f"the evaluation process cannot load a registered level: {type(e).__name__}: {e}")
+        Path(out_path).write_text(json.dumps({"result": res.model_dump(mode="json"), "profile": None}))
+        return
+    module, func = entry.split(":")
+    getattr(importlib.import_module(module), func)(job, out_path)
 
 
 def _refs_child(job: dict[str, Any], seeds: list[int], refs_dir: str) -> None:
@@ -157,7 +151,8 @@ def _kill_group(pid: int) -> None:
 class LocalFuture:
     """A job in a forked child; `result()` watches it (timeout, memory cap) and reads its answer."""
 
-    def __init__(self, job: dict[str, Any], timeout_s: float, memory_cap_gb: float | None, measure_slots: int = 0):
+    def __init__(self, job: dict[str, Any], timeout_s: float, memory_cap_gb: float | None, measure_slots: int = 0,
+                 entry: str = "benchmark.worker:run_job", refs_child: bool = True):
         self.timeout_s, self.cap_gb = timeout_s, memory_cap_gb
         self.cap, self.cap_where = memory.cap_bytes(memory_cap_gb)  # the child's own replaces it when derived
         job = {**job, "memory_cap_gb": memory_cap_gb}
@@ -165,7 +160,7 @@ class LocalFuture:
             # drawn here, as both children need it: a seed nobody knew before this evaluation
             job["fresh_seed"] = random.SystemRandom().randrange(10**6, 2**31 - 8000)
         self.refs_dir: str | None = None
-        if not job.get("device"):  # an RPC device's child computes its references itself
+        if refs_child:  # else the job's child computes its references itself (an RPC board's)
             self.refs_dir = job["refs_dir"] = tempfile.mkdtemp(prefix="leka-refs-")
         self.job = job
         self.refs_proc: Any = None
@@ -177,7 +172,7 @@ class LocalFuture:
         self.slot = slots.acquire(measure_slots, job.get("backend", "llvm"))
         self.t0 = time.perf_counter()
         try:
-            self.proc = _context().Process(target=_child, args=(job, self.out_path), daemon=False)
+            self.proc = _context().Process(target=_child, args=(job, self.out_path, entry), daemon=False)
             self.proc.start()
         except BaseException:
             self.slot.release()
@@ -314,11 +309,56 @@ class LocalFuture:
         return res, payload.get("profile")
 
 
-class LocalRunner:
-    """Each job in a child process of this machine (the default runner)."""
+class _ChildRunner:
+    """Each job in a watched child process of this machine; the subclass says what the child runs."""
+
+    kind: ClassVar[str]
+    entry: ClassVar[str]  # "module:function" the child calls with (job, out_path)
+    refs_child: ClassVar[bool]  # a second child computes the references (benchmark/refs.py)
 
     def __init__(self, timeout_s: float = 600.0, memory_cap_gb: float | None = None, measure_slots: int = 0):
         self.timeout_s, self.memory_cap_gb, self.measure_slots = timeout_s, memory_cap_gb, measure_slots
 
+    def _refuse(self, job: dict[str, Any]) -> str | None:
+        raise NotImplementedError
+
     def submit(self, job: dict[str, Any]) -> LocalFuture:
-        return LocalFuture(job, self.timeout_s, self.memory_cap_gb, self.measure_slots)
+        why = self._refuse(job)
+        if why:  # a caller's mistake, not a candidate's: it would run the job somewhere else than asked
+            raise ValueError(f"the {self.kind} runner cannot run this job: {why}")
+        return LocalFuture(job, self.timeout_s, self.memory_cap_gb, self.measure_slots,
+                           entry=self.entry, refs_child=self.refs_child)
+
+
+class LocalRunner(_ChildRunner):
+    """Each job on this machine, in a child running benchmark/worker.py's steps (the default runner)."""
+
+    kind, entry, refs_child = "local", "benchmark.worker:run_job", True
+
+    def _refuse(self, job: dict[str, Any]) -> str | None:
+        return f"it is for the device {job['device'].get('url')!r} (use the rpc runner)" if job.get("device") else None
+
+
+class RPCRunner(_ChildRunner):
+    """Each job on a board behind the TVM RPC tracker (`job["device"]`, a DeviceConfig as a dict): its
+    local child builds and computes the references, the board checks and times
+    (benchmark/rpc_runner.py)."""
+
+    kind, entry, refs_child = "rpc", "benchmark.rpc_runner:run_remote_job", False
+
+    def _refuse(self, job: dict[str, Any]) -> str | None:
+        return None if job.get("device") else "it names no device (device.url = rpc://HOST:PORT/KEY)"
+
+
+RUNNERS: dict[str, type[_ChildRunner]] = {r.kind: r for r in (LocalRunner, RPCRunner)}
+
+
+def create(kind: str = "local", **kwargs: Any) -> Runner:
+    """A runner of the table by kind (MetaSchedule's `Runner.create`); kwargs go to its constructor
+    (timeout_s, memory_cap_gb, measure_slots)."""
+    if kind not in RUNNERS:
+        raise ValueError(f"unknown runner kind {kind!r}; one of {sorted(RUNNERS)}")
+    return RUNNERS[kind](**kwargs)
+
+
+__all__ = ["RUNNERS", "EvalFuture", "LocalFuture", "LocalRunner", "RPCRunner", "Runner", "create"]

@@ -95,11 +95,8 @@ def speedup_interval(t_base: Sequence[float], t_cand: Sequence[float], level: fl
                      ) -> tuple[float, float | None, float | None]:
     """The paired speedup (geometric mean over pairs of t_base / t_cand) and its `level` interval
     (lo, hi); (point, None, None) with one pair. Pairs where either time is not positive are dropped."""
-    logs = [math.log(b / c) for b, c in zip(t_base, t_cand, strict=True) if b > 0 and c > 0]
-    if not logs:
-        return math.nan, None, None
-    m, lo, hi = mean_interval(logs, level, salt="pairs")
-    return math.exp(m), (math.exp(lo) if lo is not None else None), (math.exp(hi) if hi is not None else None)
+    ratios = [b / c for b, c in zip(t_base, t_cand, strict=True) if b > 0 and c > 0]
+    return geomean_interval(ratios, level, salt="pairs") or (math.nan, None, None)
 
 
 def rel_width(lo: float | None, hi: float | None) -> float:
@@ -110,16 +107,24 @@ def rel_width(lo: float | None, hi: float | None) -> float:
     return hi / lo - 1
 
 
-def geomean_interval(xs: Sequence[float], level: float = LEVEL
+def geomean(xs: Sequence[float | None]) -> float | None:
+    """Geometric mean of the positive values (None and non-positive ones are skipped; None if none left).
+    The project's one geomean: `geomean_interval` gives it with an interval."""
+    logs = [math.log(v) for v in xs if v and v > 0]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def geomean_interval(xs: Sequence[float | None], level: float = LEVEL, salt: str = "tasks"
                      ) -> tuple[float, float | None, float | None] | None:
     """Geometric mean of positive values with a bootstrap-over-values interval (the same rule as a
     pair's, applied to the per-task point speedups: the spread between tasks is what the interval of
     a suite's geomean is about; each task's own timing noise is far smaller and is inside that spread).
-    None when no positive value."""
+    None when no positive value. `salt` keeps the resamples of different aggregates (pairs, tasks,
+    ablation ratios) apart when their values happen to be equal."""
     logs = [math.log(v) for v in xs if v and v > 0]
     if not logs:
         return None
-    m, lo, hi = mean_interval(logs, level, salt="tasks")
+    m, lo, hi = mean_interval(logs, level, salt=salt)
     return math.exp(m), (math.exp(lo) if lo is not None else None), (math.exp(hi) if hi is not None else None)
 
 

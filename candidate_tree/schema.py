@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from leka.core.types import LEVELS, Edit, EvalResult, Level
+from leka.core.levels import level_names
+from leka.core.types import Edit, EvalResult, Level
 
 DB_NAME = "tree.sqlite"
 NODES_DIR = "nodes"
@@ -36,7 +37,12 @@ class NodeStatus(str, Enum):
 FRONTIER = (NodeStatus.CORRECT, NodeStatus.MEASURED, NodeStatus.PENDING)
 SETTLED = (NodeStatus.FAILED, NodeStatus.CORRECT, NodeStatus.MEASURED, NodeStatus.PENDING, NodeStatus.PRUNED)
 SETTLED_VALUES = frozenset(s.value for s in SETTLED)
-LEVEL_RANK: dict[str | None, int] = {None: -1, **{lv: i for i, lv in enumerate(LEVELS)}}
+
+
+def level_rank(level: str | None) -> int:
+    """A level's place in the level table, top down (-1 for the root, which has none)."""
+    return -1 if level is None else level_names().index(level)
+
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS tree_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -139,7 +145,7 @@ def decide(result: EvalResult, level: str | None, ref: float | None, defer: int
     st = derive_status(result)
     if st != NodeStatus.MEASURED or ref is None or result.speedup is None or result.speedup >= ref:
         return st, None, None
-    if defer > 0 and level is not None and LEVEL_RANK[level] < len(LEVELS) - 1:
+    if defer > 0 and level is not None and level_rank(level) < len(level_names()) - 1:
         return NodeStatus.PENDING, defer, None
     return NodeStatus.PRUNED, None, f"slower than its parent ({result.speedup:.4g} < {ref:.4g}), no deferral"
 

@@ -24,7 +24,6 @@ from typing import Any
 
 from candidate_tree.schema import (
     DB_NAME,
-    LEVEL_RANK,
     NODE_COLUMNS,
     NODE_RECORD,
     NODES_DIR,
@@ -38,8 +37,10 @@ from candidate_tree.schema import (
     decide,
     dump_json,
     is_timed,
+    level_rank,
 )
-from leka.core.types import LEVELS, Edit, EvalResult, Level
+from leka.core.levels import level_names
+from leka.core.types import Edit, EvalResult, Level
 
 
 class Tree:
@@ -150,8 +151,8 @@ class Tree:
         """
         if not candidate_hash:
             raise ValueError("candidate_hash is required")
-        if level is not None and level not in LEVELS:
-            raise ValueError(f"bad level {level!r}; expected one of {LEVELS} or None")
+        if level is not None and level not in level_names():
+            raise ValueError(f"bad level {level!r}; expected one of {level_names()} or None")
         status = NodeStatus(status)
         arts = {check_artifact_name(k): v for k, v in (artifacts or {}).items()}
         now = time.time()
@@ -306,7 +307,7 @@ class Tree:
                           " meta=json_set(meta, '$.accepted_by', ?) WHERE id=?", (now, nid, aid))
                 continue
             counted = json.loads(followups or "[]")
-            if LEVEL_RANK[level] <= LEVEL_RANK[alevel] or nid in counted:
+            if level_rank(level) <= level_rank(alevel) or nid in counted:
                 continue
             counted.append(nid)
             left = (left if left is not None else defer) - 1

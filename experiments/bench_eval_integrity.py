@@ -32,6 +32,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from agents.l2_source import RuleL2Agent  # noqa: E402
 from benchmark import timing  # noqa: E402
 from benchmark.evaluator import Evaluator  # noqa: E402
+from benchmark.stats import geomean  # noqa: E402
 from benchmark.task import resolve  # noqa: E402
 from leka import ir  # noqa: E402
 from leka import tvm_adapter as A  # noqa: E402
@@ -165,7 +166,7 @@ def main() -> None:
               flush=True)
     for k, v in ratios.items():
         if v:
-            print(f"geomean {k}: {statistics.geometric_mean(v):.3f} over {len(v)} task(s)")
+            print(f"geomean {k}: {geomean(v):.3f} over {len(v)} task(s)")
     print(f"\nB. the evaluator end to end (wall clock, static check off unless said), medians of {args.reps}")
     print(f"{'task / kernel':28s} {'arm':>4} {'speedup':>9} {'ok':>5} {'wall s':>7}  rejected as")
     for t in tasks:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from benchmark import baselines
 from benchmark.evaluator import Evaluator
-from benchmark.metrics import geomean
+from benchmark.stats import geomean
 from benchmark.subsets import load_subset
 from benchmark.task import resolve
 from candidate_tree import Tree

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from benchmark.evaluator import Evaluator
+from benchmark.stats import geomean
 from benchmark.task import resolve
 from leka.core.config import EvaluatorConfig
 from leka.ir.files import load_candidate
@@ -97,7 +98,7 @@ def part_a(tasks: list[str], rounds: int, budget_s: int, cache: str) -> list[dic
     if big:
         within = sum(0.95 <= x <= 1.05 for x in big)
         print(f"kernels >= 100 us: after/before within 5% on {within}/{len(big)}; "
-              f"geomean {statistics.geometric_mean(big):.3f}")
+              f"geomean {geomean(big):.3f}")
     return rows
 
 

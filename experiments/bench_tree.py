@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from candidate_tree import Tree
-from leka.core.types import LEVELS, Edit, EvalResult
+from leka.core.levels import level_names
+from leka.core.types import Edit, EvalResult
 
 RELAX = "".join(f"    lv{i} = R.call_tir(cls.fused_op{i}, (lv{i - 1},), out_sinfo=R.Tensor((1, 64), 'float32'))\n"
                 for i in range(1, 40))
@@ -34,7 +35,7 @@ def build(run_dir: Path, n: int, sync: str, seed: int) -> tuple[Tree, float, flo
     for i in range(n):
         # mostly extend recent nodes (a search deepens its best branches), sometimes roll back anywhere
         parent = None if not ids else (rng.choice(ids[-30:]) if rng.random() < 0.9 else rng.choice(ids))
-        level = None if parent is None else rng.choice(LEVELS)
+        level = None if parent is None else rng.choice(level_names())
         ok = rng.random() < 0.7
         res = EvalResult(task="bench/t", compiled=True, correct=ok, speedup=rng.lognormvariate(0, 0.3) if ok else None,
                          timing_valid=ok or None, error_kind=None if ok else "mismatch", n_pairs=7,

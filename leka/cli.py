@@ -40,8 +40,8 @@ def run_cmd(
     budget: str = typer.Option("10m", "--budget", help="wall clock, e.g. 90s, 10m, 1h"),
     policy: str = typer.Option("rules", "--policy", help="rules (offline, default) | llm"),
     model: str = typer.Option("", "--model", help="openai:M | anthropic:M | compat:URL|M | scripted:F | replay:F"),
-    routing: str = typer.Option("profile", "--routing", help="profile | round_robin | random | fixed:L0|L1|L2"),
-    layers: str = typer.Option("L0,L1,L2", "--layers", help="levels the run may edit"),
+    routing: str = typer.Option("profile", "--routing", help="profile | round_robin | random | fixed:LEVEL"),
+    layers: str = typer.Option(None, "--layers", help="levels the run may edit, e.g. L1,L2 (default: every level)"),
     seed: int = typer.Option(0, "--seed"),
     out: str = typer.Option("runs", "--out", help="folder for run folders"),
     max_evals: int = typer.Option(None, "--max-evals", help="stop after this many evaluations"),
@@ -50,8 +50,9 @@ def run_cmd(
     resume: str = typer.Option(None, "--resume", help="continue a killed run: RUN_DIR"),
     quiet: bool = typer.Option(False, "--quiet"),
 ) -> None:
-    """Optimise one task end to end: profile, route, propose edits at L0/L1/L2, evaluate, keep the tree."""
+    """Optimise one task end to end: profile, route, propose edits at each level, evaluate, keep the tree."""
     from leka.core.config import load_config
+    from leka.core.levels import level_names
     from leka.run import parse_duration, run
 
     get_backend(backend)
@@ -60,7 +61,7 @@ def run_cmd(
     # typed values straight into the config (no `key=value` strings to quote and parse back); the
     # config's validators check them, and a `--set` still wins over them
     run_opts = {"budget_s": parse_duration(budget), "policy": policy, "routing": routing, "seed": seed, "out": out,
-                "layers": [x.strip() for x in layers.split(",") if x.strip()]}
+                "layers": [x.strip() for x in layers.split(",") if x.strip()] if layers is not None else list(level_names())}
     options: dict = {"backend": backend, "run": run_opts}
     if model:
         options["llm"] = {"model": model}

@@ -10,7 +10,7 @@ from rich.live import Live
 from rich.table import Table
 
 from leka.core.config import LekaConfig
-from leka.core.types import LEVELS
+from leka.core.levels import level_names
 
 console = Console()
 
@@ -23,7 +23,7 @@ class LiveView:
         self.best = 0.0
         self.best_node: int | None = None
         self.current: int | None = None
-        self.by_level = {"root": 0, **dict.fromkeys(LEVELS, 0)}
+        self.by_level = {"root": 0, **dict.fromkeys(level_names(), 0)}
         self.failed = 0
         self.used = 0.0
         self.last = ""
@@ -31,11 +31,11 @@ class LiveView:
 
     def table(self) -> Table:
         t = Table(title=f"LEKA {self.task_id} [{self.cfg.backend}, {self.cfg.run.policy}, {self.cfg.run.routing}]")
-        for col in ("current", "best speedup", "budget left", *LEVELS, "failed", "last"):
+        for col in ("current", "best speedup", "budget left", *level_names(), "failed", "last"):
             t.add_column(col)
         left = max(0.0, self.cfg.run.budget_s - self.used)
         t.add_row(str(self.current), f"{self.best:.2f}x (#{self.best_node})", f"{left:.0f}s",
-                  *(str(self.by_level[lv]) for lv in LEVELS), str(self.failed), self.last[:60])
+                  *(str(self.by_level[lv]) for lv in level_names()), str(self.failed), self.last[:60])
         return t
 
     def event(self, kind: str, info: dict[str, Any]) -> None:

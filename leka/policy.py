@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leka.core.config import LekaConfig
-from leka.core.types import LEVELS, Edit, UserError
+from leka.core.levels import level_names
+from leka.core.types import Edit, UserError
 
 if TYPE_CHECKING:
     from leka import ir
@@ -48,7 +49,7 @@ def make_agents(cfg: LekaConfig, root: ir.Root, task: Task, run_dir: Path) -> Ag
                            max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
                            context_tokens=cfg.llm.context_tokens, prompt_tokens=cfg.llm.prompt_tokens,
                            small_schema=cfg.llm.small_schema, on_report=on_report)
-              for lv in LEVELS}
+              for lv in level_names()}
     router = make_router(cfg, provider, views)
     if hasattr(router, "on_report"):
         router.on_report = on_report

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from leka.core.config import LekaConfig
-from leka.core.types import LEVELS
+from leka.core.levels import level_names
 from leka.live import console
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
                 best_node) -> dict[str, Any]:
     """What summary.json says of a finished run (the experiment runner and the report read it)."""
     nodes = tree.nodes()
-    by_level = {lv: sum(1 for n in nodes if n.level == lv) for lv in LEVELS}
+    by_level = {lv: sum(1 for n in nodes if n.level == lv) for lv in level_names()}
     summary: dict[str, Any] = {
         "task": task.id, "backend": cfg.backend, "run_dir": str(run_dir),
         "best_node": best_node.id if best_node else None,
@@ -71,7 +71,7 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         summary["tuner"] = tuner_summary(run_dir)
     if ledger is not None:
         summary["llm"] = {**ledger.to_dict(records=False), "by_agent": llm_by_tag(ledger)}
-        summary["llm_nodes"] = {lv: sum(1 for n in nodes if n.level == lv and n.meta.get("llm_usage")) for lv in LEVELS}
+        summary["llm_nodes"] = {lv: sum(1 for n in nodes if n.level == lv and n.meta.get("llm_usage")) for lv in level_names()}
     return summary
 
 

@@ -76,22 +76,38 @@ def test_the_builtin_table():
 
 
 def test_every_layer_covers_the_level_table():
-    """Each per-level table of the other layers covers the level table: a new level's spec fails here
-    until its handlers, payloads, template, rule agent and router score exist."""
+    """Each per-level table of the other layers is made from the level table: the handlers, payloads,
+    template, rule agent, role and router score of every level are its spec's."""
     from agents.hw_sensing import score_levels
+    from agents.llm_agent import ROLES
     from agents.rules import RULE_AGENTS
-    from leka.core.levels import LEVEL_SPECS
-    from leka.ir.edits import _HANDLERS
+    from leka.core.levels import LEVEL_SPECS, behaviour, resolve
+    from leka.ir.edits import handlers
     from leka.llm.prompting import EDIT_KINDS, PROMPTS_DIR, TEMPLATES
     from profilers.report import ProfileReport
 
     for lv, spec in LEVEL_SPECS.items():
-        assert {k for (level, k) in _HANDLERS if level == lv} == set(spec.edit_kinds), lv
+        assert {k for (level, k) in handlers() if level == lv} == set(spec.edit_kinds), lv
+        assert all(handlers()[lv, k] is resolve(ek.handler) for k, ek in spec.edit_kinds.items())
         assert set(EDIT_KINDS[lv]) == set(spec.edit_kinds), lv
         assert TEMPLATES[lv] == spec.template and (PROMPTS_DIR / spec.template).is_file()
-        assert RULE_AGENTS[lv].__name__.startswith(f"Rule{lv}")
+        assert RULE_AGENTS[lv] is behaviour(spec, "rule_agent") and RULE_AGENTS[lv].__name__.startswith(f"Rule{lv}")
+        assert ROLES[lv] == spec.role
     empty = ProfileReport()
     assert set(score_levels(empty)) == set(LEVEL_SPECS)
+    # the payload texts name the real passes and languages
+    assert "fold_batchnorm" in EDIT_KINDS["L0"]["pass"][1]["name"] and "cpp" in EDIT_KINDS["L2"]["source"][1]["language"]
+
+
+def test_no_level_list_outside_the_table():
+    """A hand-kept tuple of the three names (or a Literal of them) would leave out a registered level."""
+    import re
+
+    listed = re.compile(r"""\(\s*["']L0["'],\s*["']L1["'],\s*["']L2["']\s*\)|Literal\[\s*["']L0["']""")
+    found = [p.relative_to(ROOT).as_posix() for folder in ("leka", "agents", "benchmark", "candidate_tree", "profilers")
+             for p in sorted((ROOT / folder).rglob("*.py"))
+             if not p.relative_to(ROOT).as_posix().startswith(NOT_CODE) and listed.search(p.read_text())]
+    assert found == [], found
 
 
 def test_tree_view_colours_come_from_the_level_table(tmp_path):
@@ -144,3 +160,14 @@ def test_functions_fit_on_a_screen():
 def test_run_py_is_the_entry_only():
     """leka/run.py sets up and drives a run; the policy, the live view and the report are modules of their own."""
     assert len((ROOT / "leka" / "run.py").read_text().splitlines()) < 200
+
+
+def test_one_geomean():
+    """benchmark/stats.py holds the project's geomean; a second one (a hand-written exp-of-mean-log, or
+    statistics.geometric_mean, which raises on the zeros a failed task reports) would drift from it."""
+    import re
+
+    own = re.compile(r"def geomean\b|geometric_mean\(|exp\(sum\(\s*math\.log")
+    found = [p.relative_to(ROOT).as_posix() for folder in CODE_FOLDERS for p in sorted((ROOT / folder).rglob("*.py"))
+             if not p.relative_to(ROOT).as_posix().startswith(NOT_CODE) and own.search(p.read_text())]
+    assert found == ["benchmark/stats.py"], found

@@ -53,6 +53,31 @@ def test_round_trip_with_l1_and_l2(start, tmp_path):
     assert 'T.sblock("compute")' in (views / "tir" / f"{KERNEL}.py").read_text()
 
 
+def test_a_tree_node_stores_the_same_layout(start, tmp_path):
+    """One layout on disk: a node's files (leka.loop.nodes.artifacts) are the folder form's, plus the
+    record; RUN_DIR/nodes/N without its candidate.json reads back as the same candidate."""
+    from candidate_tree import Tree
+    from leka.loop.nodes import artifacts
+
+    task, root = start
+    c = apply_edit(root, Edit(level="L1", kind="trace", target=KERNEL, payload={"trace": TRACE}),
+                   workdir=tmp_path).candidate
+    c = apply_edit(c, Edit(level="L2", kind="source", target=KERNEL,
+                           payload={"language": "cpp", "text": CPP, "entry": "my_kernel"}), workdir=tmp_path).candidate
+    d = write_candidate(c, tmp_path / "cand")
+    folder = {p.relative_to(d).as_posix(): p.read_text() for p in d.rglob("*") if p.is_file()}
+    arts = artifacts(c)
+    assert sorted(arts) == sorted([*folder, "candidate.json"]) == \
+        ["candidate.json", f"l1/{KERNEL}.json", f"l2/{KERNEL}.cpp", "relax.py"]
+    assert all(arts[k] == v for k, v in folder.items())
+    tree = Tree(tmp_path / "run")
+    nid = tree.add_node(None, None, None, c.digest, artifacts=arts)
+    node_dir = tree.artifact_dir(nid)
+    tree.close()
+    (node_dir / "candidate.json").unlink()
+    assert read_candidate(task, node_dir, workdir=tmp_path / "w").digest == c.digest
+
+
 def test_illegal_files_are_named(start, tmp_path):
     task, root = start
     d = write_candidate(root, tmp_path / "cand")

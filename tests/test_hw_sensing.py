@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agents.hw_sensing import MODES, HardwareSensingAgent, parse_layers
+from agents.hw_sensing import HardwareSensingAgent, parse_layers
 from benchmark.task import load_task_file
 from leka import ir
 from leka import tvm_adapter as A
+from leka.core.levels import routing_modes
 from leka.core.protocols import Agent, AgentContext, Router
 from leka.ir import L1Entry
 from profilers.profile import profile_candidate
@@ -156,7 +157,7 @@ def test_bad_configuration_is_refused():
     with pytest.raises(ValueError):
         parse_layers("")
     assert parse_layers(["L2", "L0"]) == ("L0", "L2")
-    assert "fixed:L1" in MODES
+    assert "fixed:L1" in routing_modes()
     with pytest.raises(ValueError, match="router state"):
         HardwareSensingAgent("random").load_state(HardwareSensingAgent("round_robin").state())
 

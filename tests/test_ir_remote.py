@@ -85,3 +85,42 @@ def test_tracker_that_never_answers_a_request_times_out():
     assert time.monotonic() - t0 < 10  # the deadline holds, not the tracker's silence
     assert requests and requests[0][1] == "pocl"
     sock.close()
+
+
+def test_runners_are_a_table_of_kinds():
+    from benchmark import runner
+    from leka.core.protocols import Runner
+
+    assert sorted(runner.RUNNERS) == ["local", "rpc"]
+    local, rpc = runner.create("local", timeout_s=5), runner.create("rpc", timeout_s=5)
+    assert type(local) is runner.LocalRunner and type(rpc) is runner.RPCRunner and local.timeout_s == 5
+    assert isinstance(local, Runner) and isinstance(rpc, Runner)
+    with pytest.raises(ValueError, match=r"unknown runner kind 'ssh'; one of \['local', 'rpc'\]"):
+        runner.create("ssh")
+    # a job meant for the other kind is refused before any child starts, not run in the wrong place
+    with pytest.raises(ValueError, match="local runner cannot run this job.*rpc://h:1/k"):
+        local.submit({"device": {"url": "rpc://h:1/k"}})
+    with pytest.raises(ValueError, match="rpc runner cannot run this job: it names no device"):
+        rpc.submit({"device": None})
+
+
+def test_the_evaluator_runs_a_board_through_the_rpc_runner(tmp_path):
+    """An llvm RPC server behind a tracker is a board: the evaluator picks the rpc runner, whose child
+    builds here and checks and times there."""
+    from benchmark.evaluator import Evaluator
+    from benchmark.runner import RPCRunner
+    from benchmark.task import load_task_file
+    from leka.core.config import DeviceConfig, EvaluatorConfig
+
+    task = load_task_file(Path(__file__).parent / "data" / "tiny_task.py")
+    with remote.start_tracker() as tr:
+        srv = remote.start_server(tracker=(tr.host, tr.port), key="cpu")
+        try:
+            dev = DeviceConfig(url=f"rpc://{tr.host}:{tr.port}/cpu", request_timeout_s=60)
+            ev = Evaluator(EvaluatorConfig(timeout_s=120, timing_budget_s=1.0), cache_dir=str(tmp_path), device=dev)
+            res = ev.evaluate(task)
+        finally:
+            srv.stop()
+    assert isinstance(ev.runner, RPCRunner)
+    assert res.compiled and res.correct, res.error
+    assert res.extra["device"] == dev.url and res.extra["upload_s"] > 0 and res.speedup and res.speedup > 0

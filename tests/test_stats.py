@@ -103,6 +103,7 @@ def test_geomean_interval_over_tasks():
     g, lo, hi = stats.geomean_interval([1.2, 1.5, 1.8, 0.9, 1.1])
     assert lo < g < hi and g == pytest.approx((1.2 * 1.5 * 1.8 * 0.9 * 1.1) ** 0.2)
     assert stats.geomean_interval([None, 0.0]) is None
+    assert stats.geomean([1.2, 1.5, 1.8, 0.9, 1.1, None, 0.0]) == pytest.approx(g, rel=1e-12)  # one geomean
     assert stats.fmt_interval(1.534, 1.41, 1.664) == "1.53x [1.41, 1.66]"
     assert stats.fmt_interval(1.5, None, None) == "1.50x" and stats.fmt_interval(None, None, None) == "-"
 

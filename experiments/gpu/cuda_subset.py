@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import json
-import math
 import multiprocessing as mp
 import os
 import shutil
@@ -39,10 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-
-def geomean(xs) -> float | None:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+from benchmark.stats import geomean  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- runs

@@ -13,8 +13,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from leka.backends import get_backend
-from leka.core.levels import ROUTING_MODES
-from leka.core.types import LEVELS, UserError
+from leka.core.levels import level_names, routing_modes
+from leka.core.types import UserError
 
 
 class _Section(BaseModel):
@@ -114,8 +114,8 @@ class RunConfig(_Section):
     max_tokens: int | None = None
     seed: int = 0
     policy: Literal["rules", "llm"] = "rules"
-    routing: str = "profile"  # profile | round_robin | random | fixed:L0|L1|L2
-    layers: list[str] = Field(default_factory=lambda: ["L0", "L1", "L2"])
+    routing: str = "profile"  # one of leka.core.levels.routing_modes(): profile | round_robin | random | fixed:LEVEL
+    layers: list[str] = Field(default_factory=lambda: list(level_names()))  # every level of the table
     out: str = "runs"
     variants_per_call: int = 3
     # Level 3 (issue 19): with at least 4 unscheduled kernels, the rule L1 agent's first edit schedules
@@ -138,16 +138,16 @@ class RunConfig(_Section):
     @field_validator("layers")
     @classmethod
     def _known_layers(cls, v: list[str]) -> list[str]:
-        bad = [lv for lv in v if lv not in LEVELS]
+        bad = [lv for lv in v if lv not in level_names()]
         if bad or not v:
-            raise ValueError(f"unknown level(s) {bad}; use a comma list of {', '.join(LEVELS)}")
+            raise ValueError(f"unknown level(s) {bad}; use a comma list of {', '.join(level_names())}")
         return v
 
     @field_validator("routing")
     @classmethod
     def _known_routing(cls, v: str) -> str:
-        if v not in ROUTING_MODES:
-            raise ValueError(f"unknown routing mode {v!r}; use one of {', '.join(ROUTING_MODES)}")
+        if v not in routing_modes():
+            raise ValueError(f"unknown routing mode {v!r}; use one of {', '.join(routing_modes())}")
         return v
 
     @model_validator(mode="after")

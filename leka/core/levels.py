@@ -1,31 +1,59 @@
-"""One table per level: what each IR level edits, its edit kinds, its prompt template, its colour in the
-tree view and the evidence the router reads for it.
+"""The level table: each IR level is one `LevelSpec` that owns its behaviour.
 
-The other layers key their own per-level parts by these names and tests check they cover the table:
-the edit handlers (`leka.ir.edits._HANDLERS`, by (level, kind)), the edit payloads the model is shown
-(`leka.llm.prompting.EDIT_KINDS`), the rule agents (`agents.rules.RULE_AGENTS`), the prompt templates
-(`prompts/<template>`) and the router's scores (`agents.hw_sensing.score_levels`); the loop's nodes
-(`leka.loop.graph`, one node per level) are made from the table. A new level is its name in
-`leka.core.types.LEVELS`, a spec here and its entry in each of those tables, with the code behind it
-(handlers, an agent, a template, a score); tests/test_architecture.py fails until each covers it.
+A spec names, per level: its edit kinds (each with its target, payload fields and the handler that
+applies it), the rule agent, the router's evidence score, the LLM agent's role and prompt template,
+its stage in the lowering order, its colour in the tree view. The other layers read the table instead
+of keeping their own lists: the edit handlers (`leka.ir.edits.handlers()`), the prompts' edit kinds
+(`leka.llm.prompting.EDIT_KINDS`, the small models' schemas), the rule agents
+(`agents.rules.RULE_AGENTS`), the router's scores (`agents.hw_sensing.score_levels`), the lowering
+(`leka.ir.candidate.lower_layers`), the loop's nodes (`leka.loop.graph`), `run.layers`' default, the
+routing modes, the experiment presets and the report columns.
+
+This module sits below the code it names, so behaviour is named by reference (`"module:attr"`,
+resolved at first use), as a backend record names its rule agents. A new level is one spec and the
+code behind it: `register_level(spec)` at run time (tests/data/l3_level.py: one spec, one agent, one
+template). A registered level's module travels with each evaluation job (`extension_modules`), so the
+evaluation child loads it too (`load_extensions`) and lowers a candidate the same way.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from leka.core.types import LEVELS, Level
+
+@dataclass(frozen=True)
+class EditKind:
+    """One kind of edit of a level: what the model is told, and the handler that applies it."""
+
+    describe: str  # one line for the prompt's schema
+    payload: dict[str, str]  # field -> what to put there (`{l0_passes}`, `{l2_languages}`: the names, by prompting)
+    handler: str  # "module:function" (candidate, edit, workdir, root_params) -> leka.ir.edits.EditOutcome
+    target: str | None = None  # what `Edit.target` names (e.g. "PrimFunc name"); None: no target
 
 
 @dataclass(frozen=True)
 class LevelSpec:
-    name: Level
-    title: str  # short name in views and reports
+    name: str
+    title: str  # short name in views, reports and the tree view's legend
+    noun: str  # "the graph level": what an ablation that switches it off is without
     edits: str  # what an edit at this level changes
-    edit_kinds: dict[str, str]  # kind -> one-line description (payloads: leka.llm.prompting.EDIT_KINDS)
-    template: str  # jinja2 template of the LLM agent, under prompts/
+    edit_kinds: dict[str, EditKind]
+    rule_agent: str  # "module:Class" of the offline rule agent (a backend's record may name its own)
+    score: str  # "module:function" (ProfileReport, tuner: bool) -> (score in [0, 1], evidence)
+    role: str  # the LLM agent's role in its system prompt
+    template: str  # jinja2 template of the LLM agent: a name under prompts/, or an absolute path
     colour: str  # node colour in tree.html
     evidence: str  # what the hardware-sensing router reads to send work here
+    # "module:function" (leka.ir.candidate.Lowering) -> None: this level's step of lower_layers, run in
+    # table order; None where the level has none there (L0 is the lowering's input, L2 is applied at build)
+    stage: str | None = None
+    module: str | None = None  # the module that defines a registered spec (travels with evaluation jobs)
+    _resolved: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def node(self) -> str:
@@ -33,30 +61,145 @@ class LevelSpec:
         return self.name.lower()
 
 
-LEVEL_SPECS: dict[str, LevelSpec] = {
-    "L0": LevelSpec(
-        "L0", "graph", "the Relax graph (lifted-params TVMScript)",
-        {"pass": "apply one named graph pass (leka.tvm_adapter.l0_passes)",
-         "relax_text": "replace the whole Relax module"},
-        "l0_relax.j2", "#1f77b4",
+def resolve(ref: str) -> Any:
+    """The object a `"module:attr"` reference names."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _ek(describe: str, payload: dict[str, str], handler: str, target: str | None = None) -> EditKind:
+    return EditKind(describe, payload, f"leka.ir.edits:{handler}", target)
+
+
+_BUILTIN = (
+    LevelSpec(
+        "L0", "graph", "graph level", "the Relax graph (lifted-params TVMScript)",
+        {"pass": _ek("apply one graph-level pass", {"name": "one of {l0_passes}"}, "_l0_pass"),
+         "relax_text": _ek("replace the whole Relax module",
+                           {"text": "the whole new Relax TVMScript (lifted params: keep the trailing "
+                                    "constant parameters c0, c1, ... and their order)"}, "_l0_text")},
+        "agents.l0_relax:RuleL0Agent", "agents.hw_sensing:score_l0",
+        "the L0 agent (graph-level edits to the Relax module)", "l0_relax.j2", "#1f77b4",
         "layout copies, many small kernels and VM builtins, unfused elementwise epilogues, large intermediates"),
-    "L1": LevelSpec(
-        "L1", "schedule", "the TIR schedule of one PrimFunc",
-        {"trace": "schedule one PrimFunc with a trace of s_tir.Schedule primitives",
-         "tir_text": "replace one PrimFunc's TIR",
-         "traces": "schedule several PrimFuncs in one edit, a trace each"},
-        "l1_tir.j2", "#ff7f0e",
-        "hot kernels without a schedule, far from their roofline roof"),
-    "L2": LevelSpec(
-        "L2", "source", "the target source of one kernel, or the build's codegen options",
-        {"source": "replace one kernel's target source",
-         "compile_options": "codegen options of the whole build (e.g. LLVM fast-math contraction)"},
-        "l2_source.j2", "#2ca02c",
+    LevelSpec(
+        "L1", "schedule", "schedule level", "the TIR schedule of one PrimFunc",
+        {"trace": _ek("schedule one PrimFunc", {"trace": "list of schedule steps in the trace DSL"},
+                      "_l1_trace", "PrimFunc name"),
+         "tir_text": _ek("replace one PrimFunc's TIR",
+                         {"text": "replacement TIR TVMScript for that PrimFunc (same signature)"},
+                         "_l1_tir", "PrimFunc name"),
+         "traces": _ek("schedule several PrimFuncs in one edit (a graph of many unscheduled kernels)",
+                       {"traces": "object: PrimFunc name -> its list of schedule steps"}, "_l1_traces")},
+        "agents.l1_tir:RuleL1Agent", "agents.hw_sensing:score_l1",
+        "the L1 agent (loop schedules for TIR PrimFuncs)", "l1_tir.j2", "#ff7f0e",
+        "hot kernels without a schedule, far from their roofline roof", stage="leka.ir.candidate:l1_stage"),
+    LevelSpec(
+        "L2", "source", "target-source level", "the target source of one kernel, or the build's codegen options",
+        {"source": _ek("override one kernel's target source",
+                       {"language": "one of {l2_languages}", "text": "the source", "entry": "exported symbol, or null"},
+                       "_l2_source", "kernel (PrimFunc) name"),
+         "compile_options": _ek("change the CPU code generator's options (llvm backend only)",
+                                {"options": "LLVM codegen attributes for the whole module, e.g. "
+                                            '{"fast-math-contract": true, "fast-math-reassoc": true}'},
+                                "_l2_options")},
+        "agents.l2_source:RuleL2Agent", "agents.hw_sensing:score_l2",
+        "the L2 agent (target source for single kernels)", "l2_source.j2", "#2ca02c",
         "the hottest scheduled kernel's instructions: scalar where vector FMAs are expected, GEMM gaps"),
-}
+)
 
-assert tuple(LEVEL_SPECS) == LEVELS, "LEVEL_SPECS must list every level of leka.core.types.LEVELS in order"
+LEVEL_SPECS: dict[str, LevelSpec] = {s.name: s for s in _BUILTIN}  # in level order, top down
+BUILTIN_LEVELS: tuple[str, ...] = tuple(LEVEL_SPECS)
 
 
-# `run.routing` (leka.core.config): the hardware-sensing router reads the profile; the others are ablations
-ROUTING_MODES: tuple[str, ...] = ("profile", "round_robin", "random", *(f"fixed:{lv}" for lv in LEVELS))
+def register_level(spec: LevelSpec) -> LevelSpec:
+    """Add a level below the others (a spec of that name again replaces it in place)."""
+    if spec.name in BUILTIN_LEVELS:
+        raise ValueError(f"level {spec.name} is built in")
+    if not spec.edit_kinds:
+        raise ValueError(f"level {spec.name} has no edit kinds")
+    LEVEL_SPECS[spec.name] = spec
+    return spec
+
+
+def unregister_level(name: str) -> None:
+    if name in BUILTIN_LEVELS:
+        raise ValueError(f"level {name} is built in")
+    LEVEL_SPECS.pop(name, None)
+
+
+def level_names() -> tuple[str, ...]:
+    return tuple(LEVEL_SPECS)
+
+
+def get_level(name: str) -> LevelSpec:
+    try:
+        return LEVEL_SPECS[name]
+    except KeyError:
+        raise ValueError(f"unknown level {name!r}; one of {', '.join(LEVEL_SPECS)}") from None
+
+
+def behaviour(spec: LevelSpec, what: str) -> Any:
+    """The object `spec.<what>` names (rule_agent, score, stage), resolved once."""
+    if what not in spec._resolved:
+        spec._resolved[what] = resolve(getattr(spec, what))
+    return spec._resolved[what]
+
+
+def routing_modes() -> tuple[str, ...]:
+    """`run.routing` (leka.core.config): the hardware-sensing router reads the profile; the others are ablations."""
+    return ("profile", "round_robin", "random", *(f"fixed:{lv}" for lv in LEVEL_SPECS))
+
+
+class LiveTable(Mapping[str, Any]):
+    """A mapping made from the level table each time it is read, so a level registered later is in it
+    (what other layers export as their per-level tables: EDIT_KINDS, RULE_AGENTS, ...)."""
+
+    def __init__(self, make: Callable[[], dict[str, Any]]):
+        self._make = make
+
+    def __getitem__(self, key: str) -> Any:
+        return self._make()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._make())
+
+    def __len__(self) -> int:
+        return len(self._make())
+
+    def __repr__(self) -> str:
+        return repr(self._make())
+
+
+def extension_modules() -> list[dict[str, str]]:
+    """What an evaluation job carries so its child registers the same levels: per registered level
+    its module's name and file."""
+    out = []
+    for s in LEVEL_SPECS.values():
+        if s.name in BUILTIN_LEVELS:
+            continue
+        mod = sys.modules.get(s.module or "")
+        if mod is None or not getattr(mod, "__file__", None):
+            raise ValueError(f"level {s.name}: its spec names no loaded module (LevelSpec.module), so an "
+                             "evaluation process cannot load it")
+        out.append({"level": s.name, "module": s.module, "file": mod.__file__})
+    return out
+
+
+def load_extensions(entries: list[dict[str, str]]) -> None:
+    """Register the levels an evaluation job names: each module's `LEVEL` spec, the module imported by
+    name, else loaded from its file under that name (a test tree is not on the child's path)."""
+    for e in entries:
+        if e["level"] in LEVEL_SPECS:
+            continue
+        mod = sys.modules.get(e["module"])
+        if mod is None:
+            try:
+                mod = importlib.import_module(e["module"])
+            except ImportError:
+                spec = importlib.util.spec_from_file_location(e["module"], e["file"])
+                if spec is None or spec.loader is None:
+                    raise ValueError(f"level {e['level']}: cannot load {e['file']}") from None
+                mod = importlib.util.module_from_spec(spec)
+                sys.modules[e["module"]] = mod
+                spec.loader.exec_module(mod)
+        register_level(mod.LEVEL)

@@ -61,3 +61,20 @@ class Evaluator(Protocol):
 
     def evaluate_full(self, task: Task, candidate: Candidate | None = None, *,
                       profile: bool = False) -> tuple[EvalResult, dict[str, Any] | None]: ...
+
+
+@runtime_checkable
+class EvalFuture(Protocol):
+    """One submitted evaluation job: `done()` without blocking, `result()` blocks until there is one."""
+
+    def done(self) -> bool: ...
+
+    def result(self) -> tuple[EvalResult, dict[str, Any] | None]: ...
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """Runs evaluation jobs (benchmark/worker.py's steps) somewhere: a local child, an RPC board
+    (benchmark.runner.create(kind) makes one; MetaSchedule's runner shape)."""
+
+    def submit(self, job: dict[str, Any]) -> EvalFuture: ...

@@ -9,10 +9,12 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-Level = Literal["L0", "L1", "L2"]
-LEVELS: tuple[Level, ...] = ("L0", "L1", "L2")
+from leka.core.levels import LEVEL_SPECS
+
+# a level's name: one of the level table's (leka.core.levels), which can grow at run time
+Level = str
 
 # What a kernel's dominant op is (leka.ir.classify), as profiles and views report it.
 KernelKind = Literal["matmul", "conv", "depthwise_conv", "reduction", "injective", "layout"]
@@ -107,6 +109,13 @@ class Edit(BaseModel):
     target: str | None = None  # PrimFunc name / kernel name; None for whole-module L0 edits
     payload: dict[str, Any] = Field(default_factory=dict)
     rationale: str = ""
+
+    @field_validator("level")
+    @classmethod
+    def _a_level_of_the_table(cls, v: str) -> str:
+        if v not in LEVEL_SPECS:
+            raise ValueError(f"level must be one of {', '.join(LEVEL_SPECS)}, got {v!r}")
+        return v
 
 
 def edit_digest(edit: Edit) -> str:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from leka.core.levels import level_names
 from leka.core.protocols import AgentContext
-from leka.core.types import LEVELS, Edit
+from leka.core.types import Edit
 
 
 class FlatAgent:
@@ -19,7 +20,7 @@ class FlatAgent:
 
     def __init__(self, agents: dict[str, Any], layers: list[str]):
         self.agents = agents
-        self.layers = [lv for lv in LEVELS if lv in layers]
+        self.layers = [lv for lv in level_names() if lv in layers]
 
     def propose(self, candidate, context: AgentContext) -> list[Edit]:
         per: list[list[Edit]] = []
@@ -36,7 +37,7 @@ class FlatRouter:
     """Names the one slot the flat agent fills; no profile, no decision."""
 
     def __init__(self, layers: list[str]):
-        self.layers = [lv for lv in LEVELS if lv in layers]
+        self.layers = [lv for lv in level_names() if lv in layers]
 
     def route(self, candidate, profile, context: AgentContext) -> tuple[str, str]:
         return self.layers[0], "flat: one agent edits any level (no router)"
@@ -56,4 +57,4 @@ def flat_agents(cfg, root, task, run_dir):
     from agents.rules import make_rule_agents
 
     flat = FlatAgent(make_rule_agents(cfg.backend, root_params=root.params), cfg.run.layers)
-    return {lv: flat for lv in LEVELS}, FlatRouter(cfg.run.layers), None
+    return {lv: flat for lv in level_names()}, FlatRouter(cfg.run.layers), None

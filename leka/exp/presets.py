@@ -1,8 +1,11 @@
-"""The standard arms of the study by name (no imports: the config validates against this table)."""
+"""The standard arms of the study by name (only the level table imported: the config validates against
+this table)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from leka.core.levels import LEVEL_SPECS
 
 RECIPES = ("leka", "flat", "oneshot", "metaschedule", "claude_code")
 # recipe name -> arm function: filled by leka.exp.arms (which imports this module, not the reverse)
@@ -11,9 +14,9 @@ ARMS: dict[str, Any] = {}
 # name -> (recipe, LEKA run overrides, one-line description): the standard arms of the study
 PRESETS: dict[str, tuple[str, list[str], str]] = {
     "leka": ("leka", [], "LEKA, all three levels, profile routing, tree search, deferred acceptance"),
-    "l0_off": ("leka", ["run.layers=[L1,L2]"], "LEKA without the graph level"),
-    "l1_off": ("leka", ["run.layers=[L0,L2]"], "LEKA without the schedule level"),
-    "l2_off": ("leka", ["run.layers=[L0,L1]"], "LEKA without the target-source level"),
+    # per level of the table: the run without it (l0_off, l1_off, ...)
+    **{f"{lv.lower()}_off": ("leka", [f"run.layers=[{','.join(o for o in LEVEL_SPECS if o != lv)}]"],
+                             f"LEKA without the {spec.noun}") for lv, spec in LEVEL_SPECS.items()},
     "routing_random": ("leka", ["run.routing=random"], "levels chosen at random (seeded)"),
     "routing_round_robin": ("leka", ["run.routing=round_robin"], "levels in turn"),
     "routing_fixed_L1": ("leka", ["run.routing=fixed:L1"], "always the schedule level"),

@@ -14,13 +14,13 @@ ran on a loaded machine (other processes' CPU or steal time) are counted per cel
 from __future__ import annotations
 
 import html
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmark import stats
+from leka.core.levels import level_names
 from leka.exp.store import Store
 
 FAST_PS = [round(0.1 * i, 1) for i in range(41)]  # Fast@p curve, p in [0, 4]
@@ -99,15 +99,13 @@ def _rel(exp_dir: Path, r: dict[str, Any]) -> str:
 
 def bootstrap_ratio(pairs: list[tuple[float, float]]) -> tuple[float, float, float] | None:
     """Geomean of a/b over tasks, with a 95% interval over tasks of the paired per-task log-ratios
-    log a - log b (`stats.mean_interval`: bootstrap, at least the t interval; seeded from the data).
+    log a - log b (`stats.geomean_interval`: bootstrap, at least the t interval; seeded from the data).
     A single task has no interval: its bounds are the point."""
-    if not pairs:
+    g = stats.geomean_interval([a / b for a, b in pairs], salt="ablation")
+    if g is None:
         return None
-    logs = [math.log(a / b) for a, b in pairs]
-    m, lo, hi = stats.mean_interval(logs, salt="ablation")
-    if lo is None or hi is None:
-        lo = hi = m
-    return math.exp(m), math.exp(lo), math.exp(hi)
+    m, lo, hi = g
+    return (m, m, m) if lo is None or hi is None else (m, lo, hi)
 
 
 def reference_label(trials: int) -> str:
@@ -210,13 +208,14 @@ def ratio_table(d: Data) -> list[str]:
 
 
 def job_rows(d: Data, link) -> list[str]:
-    out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | vs PyTorch eager | evals | nodes L0/L1/L2 | LLM calls "
+    levels = level_names()
+    out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | vs PyTorch eager | evals | nodes {'/'.join(levels)} | LLM calls "
            "| tokens in/out | budget used | wall | error |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(d.rows, key=lambda r: r["job_id"]):
         href = _rel(d.exp_dir, r)
         nb = r.get("nodes_by_level") or {}
         cells = [str(bool(r.get("correct"))), _raw(r, "speedup_ref"), _raw(r, "speedup_torch"), str(r.get("evaluations", 0)),
-                 "/".join(str(nb.get(k, 0)) for k in ("L0", "L1", "L2")), str(r.get("llm_calls", 0)),
+                 "/".join(str(nb.get(k, 0)) for k in levels), str(r.get("llm_calls", 0)),
                  f"{r.get('input_tokens', 0)}/{r.get('output_tokens', 0)}", f"{r.get('budget_used_s') or 0:.0f}s",
                  f"{r.get('wall_s') or 0:.0f}s"]
         err = (r.get("error") or "").replace("|", "/").replace("\n", " ")[:90]

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from leka import tvm_adapter as A
 from leka.backends import get_backend, l2_language, l2_languages
+from leka.core.levels import LEVEL_SPECS, behaviour
 from leka.core.task import Task
 from leka.core.task import load_task_file as resolve
 from leka.ir import sched
@@ -297,25 +298,45 @@ def check_same_signature(old, new) -> None:
                          f"expected {[(list(s), d) for _, s, d in a]}, got {[(list(s), d) for _, s, d in b]}")
 
 
-def lower_layers(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None) -> Layers:
-    """zero pipeline -> L1 entries (marked scheduled) -> DLight for the rest on GPUs."""
-    base = _zero_lowered(c, target, root_params)
-    l1_keys = {name: A.structural_hash(f) for name, f in A.prim_funcs(base).items()}
-    mod, applied = base, []
-    gpu = A.is_gpu(target)
-    for name, key in l1_keys.items():
-        entry = c.l1.get(key)
+@dataclass
+class Lowering:
+    """What the levels' lowering stages (LevelSpec.stage) share: each one reads the candidate and
+    replaces `mod`, the module so far."""
+
+    candidate: Candidate
+    target: Any
+    unscheduled: Any  # after the zero pipeline
+    mod: Any
+    l1_keys: dict[str, str]  # PrimFunc name -> structural hash of its unscheduled form
+    applied_l1: list[str] = field(default_factory=list)
+
+
+def l1_stage(lw: Lowering) -> None:
+    """L1's stage: its entries (marked scheduled on GPUs, which DLight skips), then DLight for the rest."""
+    gpu = A.is_gpu(lw.target)
+    for name, key in lw.l1_keys.items():
+        entry = lw.candidate.l1.get(key)
         if entry is None:
             continue
-        new = l1_function(entry, base[name])
+        new = l1_function(entry, lw.unscheduled[name])
         if gpu:
             new = A.mark_scheduled(new)
-        mod = A.replace_prim_func(mod, name, new)
-        applied.append(key)
+        lw.mod = A.replace_prim_func(lw.mod, name, new)
+        lw.applied_l1.append(key)
     if gpu:
-        mod = A.gpu_default_schedule(mod, target)
-    l2_keys = {name: A.structural_hash(f) for name, f in A.prim_funcs(mod).items()}
-    return Layers(unscheduled=base, scheduled=mod, l1_keys=l1_keys, l2_keys=l2_keys, applied_l1=applied)
+        lw.mod = A.gpu_default_schedule(lw.mod, lw.target)
+
+
+def lower_layers(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None) -> Layers:
+    """The zero pipeline, then each level's stage in the table's order (L1: its entries, DLight for the
+    rest on GPUs; L2 is applied at build, `build_candidate`)."""
+    base = _zero_lowered(c, target, root_params)
+    lw = Lowering(c, target, base, base, {name: A.structural_hash(f) for name, f in A.prim_funcs(base).items()})
+    for spec in LEVEL_SPECS.values():
+        if spec.stage:
+            behaviour(spec, "stage")(lw)
+    l2_keys = {name: A.structural_hash(f) for name, f in A.prim_funcs(lw.mod).items()}
+    return Layers(unscheduled=base, scheduled=lw.mod, l1_keys=lw.l1_keys, l2_keys=l2_keys, applied_l1=lw.applied_l1)
 
 
 def lowered_module(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None) -> tuple[Any, dict[str, str]]:

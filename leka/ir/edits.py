@@ -1,4 +1,5 @@
-"""Edit operations on a Candidate, at each of the three levels, with legality checks and carry-forward.
+"""Edit operations on a Candidate, with legality checks and carry-forward: the handlers of the built-in
+levels' edit kinds (each level's spec in leka.core.levels names its handlers).
 
 `apply_edit(candidate, edit, workdir=...)` parses and checks the edit, builds the result for the
 candidate's backend, and returns an `EditOutcome`: the new candidate, or an error an agent can act on
@@ -33,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from leka import ir
 from leka import tvm_adapter as A
 from leka.backends import get_backend
+from leka.core.levels import LEVEL_SPECS, resolve
 from leka.core.types import BudgetExhausted, Edit, edit_digest
 from leka.ir import Candidate, L1Entry, L2Entry, l2_guard, sched
 from leka.ir import l2 as L2
@@ -102,10 +104,11 @@ def apply_edit(candidate: Candidate, edit: Edit, *, workdir: Path | str, root_pa
 
 def _apply_edit(candidate: Candidate, edit: Edit, workdir: Path, root_params, build_check: bool) -> EditOutcome:
     try:
-        handler = _HANDLERS.get((edit.level, edit.kind))
-        if handler is None:
-            kinds = ", ".join(f"{lv}/{k}" for lv, k in _HANDLERS)
+        spec = LEVEL_SPECS.get(edit.level)
+        if spec is None or edit.kind not in spec.edit_kinds:
+            kinds = ", ".join(f"{lv}/{k}" for lv, s in LEVEL_SPECS.items() for k in s.edit_kinds)
             return _fail(f"unknown edit {edit.level}/{edit.kind}; supported: {kinds}")
+        handler = _handler(edit.level, edit.kind)
         out = handler(candidate, edit, workdir, root_params)
         if build_check and out.candidate is not None:
             try:
@@ -432,12 +435,17 @@ def _l2_options(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOut
     return EditOutcome(candidate=c.model_copy(update={"target_opts": merged, "invalidated": []}))
 
 
-_HANDLERS: dict[tuple[str, str], Callable[[Candidate, Edit, Path, Any], EditOutcome]] = {
-    ("L0", "pass"): _l0_pass,
-    ("L0", "relax_text"): _l0_text,
-    ("L1", "trace"): _l1_trace,
-    ("L1", "traces"): _l1_traces,
-    ("L1", "tir_text"): _l1_tir,
-    ("L2", "source"): _l2_source,
-    ("L2", "compile_options"): _l2_options,
-}
+Handler = Callable[[Candidate, Edit, Path, Any], EditOutcome]
+
+
+def handlers() -> dict[tuple[str, str], Handler]:
+    """(level, kind) -> handler, as each level's spec names them (LevelSpec.edit_kinds)."""
+    return {(lv, kind): _handler(lv, kind) for lv, spec in LEVEL_SPECS.items() for kind in spec.edit_kinds}
+
+
+def _handler(level: str, kind: str) -> Handler:
+    spec = LEVEL_SPECS[level]
+    key = f"handler:{kind}"
+    if key not in spec._resolved:
+        spec._resolved[key] = resolve(spec.edit_kinds[kind].handler)
+    return spec._resolved[key]

@@ -14,8 +14,12 @@ decision, keyed by PrimFunc *name* instead of hash:
                               the name on a first-lines comment `// entry: NAME` (`; entry: NAME`)
     l2/compile_options.json   L2: LLVM code-generator options, e.g. {"fast-math-contract": true}
 
+`candidate_files` owns this layout: `write_candidate` writes it, and a tree node stores it as a record
+(leka.loop.nodes: with `candidate.json`, without params.npz, plus GPU kernel texts as
+`l2/<kernel>.cu|.cl`, which reading does not take back yet), so RUN_DIR/nodes/N is a candidate folder.
+
 PrimFunc names are those of `ir.lowered_module(candidate_with_this_relax, target)` (`views/kernels.txt`
-of a workspace lists them). Reading applies the files as edits (`leka.edits.apply_edit`), L1 first,
+of a workspace lists them; a node's record names entries by their recorded names). Reading applies the files as edits (`leka.edits.apply_edit`), L1 first,
 in name order, then L2, so every legality check of the loop applies; an illegal file raises
 `CandidateFilesError` naming the file and the edit's error.
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from leka import ir
@@ -52,40 +57,68 @@ def default_entry(primfunc: str) -> str:
     return f"leka_{primfunc}"
 
 
+def candidate_files(c: Candidate, l1_names: Mapping[str, str] | None = None,
+                    l2_names: Mapping[str, str] | None = None, *, record: bool = False) -> dict[str, str | bytes]:
+    """The one on-disk layout of a candidate (the module docstring), as {relative path: contents}.
+
+    `l1_names` / `l2_names`: {entry key -> PrimFunc name} of the candidate's lowering (an entry whose
+    key is not there does not apply and is left out); None: each entry's recorded name. `record`: the
+    form a tree node stores (leka.loop.nodes): `candidate.json` (the whole record) beside the files,
+    kernel texts of languages the folder form does not read back yet (GPU: `l2/<kernel>.cu|.cl`), no
+    params.npz (the record names the content-addressed file)."""
+    files: dict[str, str | bytes] = {"candidate.json": c.model_dump_json()} if record else {}
+    files["relax.py"] = c.relax_text
+    if c.relax_json:
+        files["relax.json"] = json.dumps({"relax_py_sha256": _sha(c.relax_text), "module": c.relax_json})
+    if c.params_file and not record:
+        files["params.npz"] = Path(c.params_file).read_bytes()
+    for key, e in c.l1.items():
+        name = e.func if l1_names is None else l1_names.get(key)
+        if name is not None:
+            path = _free(files, f"l1/{name}", ".tir.py" if e.tir_text else ".json", key)
+            files[path] = e.tir_text if e.tir_text else json.dumps(e.trace or [], indent=1)
+    for key, e in c.l2.items():
+        name = e.kernel if l2_names is None else l2_names.get(key)
+        if name is not None and (text := _l2_file(name, e, record)) is not None:
+            lang = l2_language(e.language)
+            files[_free(files, f"l2/{name}", lang.file_suffixes[0] if lang.file_suffixes else f".{lang.extension}",
+                        key)] = text
+    if c.target_opts:
+        files["l2/compile_options.json"] = json.dumps(c.target_opts, indent=1)
+    return files
+
+
+def _free(files: dict[str, str | bytes], stem: str, suffix: str, key: str) -> str:
+    """`stem + suffix`, or with the entry's key in it when another entry of the same name has it (a
+    record's entries by their recorded names: an entry the lowering no longer has may share one)."""
+    return stem + suffix if stem + suffix not in files else f"{stem}.{key[:8]}{suffix}"
+
+
+def _l2_file(name: str, e, record: bool) -> str | None:
+    """An L2 entry's file text: its source with the entry comment where its symbol is not the default."""
+    lang = l2_language(e.language)
+    if not lang.file_suffixes:
+        return e.text if record else None  # GPU kernel texts are not part of the folder form yet
+    mark = ";" if lang.syntax == "llvm-ir" else "//"
+    declared = _ENTRY_RE.search("\n".join(e.text.splitlines()[:5]))
+    named = (declared.group(1) if declared else default_entry(name)) == (e.entry or default_entry(name))
+    return e.text if named else f"{mark} entry: {e.entry}\n" + e.text  # the text changes only when it must
+
+
 def write_candidate(c: Candidate, folder: str | Path, root_params=None) -> Path:
-    """Write `c` as editable files (see the module docstring); returns the folder."""
+    """Write `c` as editable files (`candidate_files`, named by its lowering); returns the folder."""
     d = Path(folder)
     (d / "l1").mkdir(parents=True, exist_ok=True)
     (d / "l2").mkdir(parents=True, exist_ok=True)
-    (d / "relax.py").write_text(c.relax_text)
-    if c.relax_json:
-        (d / "relax.json").write_text(json.dumps({"relax_py_sha256": _sha(c.relax_text), "module": c.relax_json}))
-    if c.params_file:
-        (d / "params.npz").write_bytes(Path(c.params_file).read_bytes())
-    if not (c.l1 or c.l2 or c.target_opts):
-        return d
-    layers = ir.lower_layers(c, A.make_target(c.backend), root_params)
-    for name, key in layers.l1_keys.items():
-        e = c.l1.get(key)
-        if e is None:
-            continue
-        if e.tir_text:
-            (d / "l1" / f"{name}.tir.py").write_text(e.tir_text)
-        else:
-            (d / "l1" / f"{name}.json").write_text(json.dumps(e.trace or [], indent=1))
-    for name, key in layers.l2_keys.items():
-        e = c.l2.get(key)
-        lang = l2_language(e.language) if e is not None else None
-        if lang is None or not lang.file_suffixes:
-            continue  # GPU kernel texts are not part of the file form yet
-        suffix = lang.file_suffixes[0]
-        mark = ";" if lang.syntax == "llvm-ir" else "//"
-        declared = _ENTRY_RE.search("\n".join(e.text.splitlines()[:5]))
-        named = (declared.group(1) if declared else default_entry(name)) == (e.entry or default_entry(name))
-        head = "" if named else f"{mark} entry: {e.entry}\n"  # the text changes only when it must
-        (d / "l2" / f"{name}{suffix}").write_text(head + e.text)
-    if c.target_opts:
-        (d / "l2" / "compile_options.json").write_text(json.dumps(c.target_opts, indent=1))
+    l1_names: dict[str, str] = {}
+    l2_names: dict[str, str] = {}
+    if c.l1 or c.l2:
+        layers = ir.lower_layers(c, A.make_target(c.backend), root_params)
+        l1_names = {key: name for name, key in layers.l1_keys.items()}
+        l2_names = {key: name for name, key in layers.l2_keys.items()}
+    for rel, data in candidate_files(c, l1_names, l2_names).items():
+        p = d / rel
+        p.write_bytes(data) if isinstance(data, bytes) else p.write_text(data)
     return d
 
 

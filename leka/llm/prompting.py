@@ -2,7 +2,7 @@
 
 Templates live in the top-level `prompts/` folder, one per agent, rendered with StrictUndefined so a
 missing view is an error at render time, never a silently empty prompt. The schema exists twice,
-from one table (`EDIT_KINDS`): as a JSON schema for the `propose_edits` tool, and as text in the
+from the level table (`EDIT_KINDS`, leka.core.levels): as a JSON schema for the `propose_edits` tool, and as text in the
 prompt (`{% include "_edit_schema.j2" %}`) for servers without tool calls.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 import jinja2
 
 from leka.backends import l2_languages
-from leka.core.levels import LEVEL_SPECS
+from leka.core.levels import LEVEL_SPECS, LiveTable
 from leka.ir import sched
 from leka.tvm_adapter.l0_passes import L0_PASSES as L0_PASS_REGISTRY
 
@@ -25,44 +25,34 @@ from leka.tvm_adapter.l0_passes import L0_PASSES as L0_PASS_REGISTRY
 # install finds them beside `leka`, as a checkout or an editable install does: never a path from this file
 PROMPTS_DIR = Path(str(resources.files("prompts")))
 
-TEMPLATES = {**{lv: spec.template for lv, spec in LEVEL_SPECS.items()}, "oneshot": "oneshot.j2",
-             "router": "hw_sensing.j2"}
+# each level's template is its spec's (a name under prompts/, or an absolute path for a level defined
+# outside the package); the one-shot agent and the router are no level
+TEMPLATES = LiveTable(lambda: {**{lv: spec.template for lv, spec in LEVEL_SPECS.items()}, "oneshot": "oneshot.j2",
+                               "router": "hw_sensing.j2"})
 
 L0_PASSES = tuple(L0_PASS_REGISTRY)  # the names the IR layer applies, in registry order
 L2_LANGUAGES = l2_languages()
 
-# level -> kind -> (target meaning or None, payload fields, one-line description)
-EDIT_KINDS: dict[str, dict[str, tuple[str | None, dict[str, str], str]]] = {
-    "L0": {
-        "pass": (None, {"name": "one of " + ", ".join(L0_PASSES)}, "apply one graph-level pass"),
-        "relax_text": (None, {"text": "the whole new Relax TVMScript (lifted params: keep the trailing "
-                                      "constant parameters c0, c1, ... and their order)"},
-                       "replace the whole Relax module"),
-    },
-    "L1": {
-        "trace": ("PrimFunc name", {"trace": "list of schedule steps in the trace DSL"},
-                  "schedule one PrimFunc"),
-        "tir_text": ("PrimFunc name", {"text": "replacement TIR TVMScript for that PrimFunc (same signature)"},
-                     "replace one PrimFunc's TIR"),
-        "traces": (None, {"traces": "object: PrimFunc name -> its list of schedule steps"},
-                   "schedule several PrimFuncs in one edit (a graph of many unscheduled kernels)"),
-    },
-    "L2": {
-        "source": ("kernel (PrimFunc) name", {
-            "language": "one of " + ", ".join(L2_LANGUAGES), "text": "the source",
-            "entry": "exported symbol, or null"}, "override one kernel's target source"),
-        "compile_options": (None, {"options": "LLVM codegen attributes for the whole module, e.g. "
-                                              '{"fast-math-contract": true, "fast-math-reassoc": true}'},
-                            "change the CPU code generator's options (llvm backend only)"),
-    },
-}
+
+def _payload_text(text: str) -> str:
+    """A payload field's description with the names it refers to filled in."""
+    return text.replace("{l0_passes}", ", ".join(L0_PASSES)).replace("{l2_languages}", ", ".join(L2_LANGUAGES))
+
+
+def _edit_kinds() -> dict[str, dict[str, tuple[str | None, dict[str, str], str]]]:
+    return {lv: {kind: (ek.target, {f: _payload_text(d) for f, d in ek.payload.items()}, ek.describe)
+                 for kind, ek in spec.edit_kinds.items()} for lv, spec in LEVEL_SPECS.items()}
+
+
+# level -> kind -> (target meaning or None, payload fields, one-line description), from the level table
+EDIT_KINDS = LiveTable(_edit_kinds)
 
 ROUTE_TOOL_NAME = "route"
 EDIT_TOOL_NAME = "propose_edits"
 
 
 def levels_of(level: str) -> list[str]:
-    """Levels an agent may emit edits for: its own, or all three for the one-shot agent."""
+    """Levels an agent may emit edits for: its own, or every level for the one-shot agent."""
     return list(EDIT_KINDS) if level == "oneshot" else [level]
 
 
@@ -112,10 +102,17 @@ def _clip(text: Any, limit: int = 60_000) -> str:
     return f"{s[:head]}\n... [{len(s) - limit} characters cut] ...\n{s[-tail:]}"
 
 
+def _absolute_template(name: str) -> str | None:
+    p = Path(name)
+    return p.read_text() if p.is_absolute() and p.is_file() else None
+
+
 @lru_cache(maxsize=4)
 def environment(folder: str | None = None) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(folder or str(PROMPTS_DIR)),
+        # a level defined outside the package names its template by absolute path (LevelSpec.template)
+        loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(folder or str(PROMPTS_DIR)),
+                                    jinja2.FunctionLoader(_absolute_template)]),
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # prompts are plain text, not HTML
         keep_trailing_newline=True,

@@ -20,8 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from leka.backends import get_backend
+from leka.core.levels import LEVEL_SPECS
 from leka.core.text import elide
-from leka.llm.prompting import EDIT_TOOL_NAME, L0_PASSES
+from leka.llm.prompting import EDIT_TOOL_NAME, L0_PASSES, levels_of
 
 # Measured against Qwen2.5's tokenizer on these prompts (TVMScript, Python, prose): about 3.3
 # characters per token; 3.0 keeps the estimate on the safe side.
@@ -243,26 +244,51 @@ def _item(level: str, kind: str, payload: dict[str, Any], target: dict[str, Any]
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
+def _small_l0(kernel: dict[str, Any], blocks: list[str], backend: str, source: bool,
+              max_steps: int) -> list[dict[str, Any]]:
+    return [_item("L0", "pass", {"name": {"enum": list(L0_PASSES)}}, None)]
+
+
+def _small_l1(kernel: dict[str, Any], blocks: list[str], backend: str, source: bool,
+              max_steps: int) -> list[dict[str, Any]]:
+    trace = {"type": "array", "items": trace_step_schema(blocks), "minItems": 1, "maxItems": max_steps}
+    return [_item("L1", "trace", {"trace": trace}, kernel)]
+
+
+def _small_l2(kernel: dict[str, Any], blocks: list[str], backend: str, source: bool,
+              max_steps: int) -> list[dict[str, Any]]:
+    b = get_backend(backend)
+    # the option sets this backend's codegen takes (LLVM's; none on a GPU backend)
+    option_sets = [o for o in LLVM_OPTION_SETS if set(o) <= b.compile_options]
+    items = [_item("L2", "compile_options", {"options": {"enum": option_sets}}, None)] if option_sets else []
+    if source:
+        lang = b.l2[0].name if b.l2 else "cpp"  # the backend's first L2 language is its default
+        items.append(_item("L2", "source", {"language": {"const": lang}, "entry": {"type": "string", "maxLength": 64},
+                                            "text": {"type": "string"}}, kernel))
+    return items
+
+
+def _small_generic(level: str, kernel: dict[str, Any]) -> list[dict[str, Any]]:
+    """A level without a small schema of its own: each edit kind of its spec, its payload fields as
+    strings."""
+    return [_item(level, kind, {f: {"type": "string"} for f in ek.payload}, kernel if ek.target else None)
+            for kind, ek in LEVEL_SPECS[level].edit_kinds.items()]
+
+
+# The small schemas offer a subset of a level's edit kinds, with enums of real names (a 0.5B model
+# fills an enum, not a free-form trace of any primitive); the other kinds stay for large models
+_SMALL: dict[str, Callable[..., list[dict[str, Any]]]] = {"L0": _small_l0, "L1": _small_l1, "L2": _small_l2}
+
+
 def small_items(level: str, *, kernels: list[str], blocks: list[str], backend: str,
                 source: bool, max_steps: int = 10) -> list[dict[str, Any]]:
     kernel = {"enum": kernels} if kernels else _NAME
     items: list[dict[str, Any]] = []
-    if level in ("L0", "oneshot"):
-        items.append(_item("L0", "pass", {"name": {"enum": list(L0_PASSES)}}, None))
-    if level in ("L1", "oneshot"):
-        trace = {"type": "array", "items": trace_step_schema(blocks), "minItems": 1, "maxItems": max_steps}
-        items.append(_item("L1", "trace", {"trace": trace}, kernel))
-    if level in ("L2", "oneshot"):
-        b = get_backend(backend)
-        # the option sets this backend's codegen takes (LLVM's; none on a GPU backend)
-        option_sets = [o for o in LLVM_OPTION_SETS if set(o) <= b.compile_options]
-        if option_sets:
-            items.append(_item("L2", "compile_options", {"options": {"enum": option_sets}}, None))
-        if source:
-            lang = b.l2[0].name if b.l2 else "cpp"  # the backend's first L2 language is its default
-            items.append(_item("L2", "source", {"language": {"const": lang},
-                                                "entry": {"type": "string", "maxLength": 64},
-                                                "text": {"type": "string"}}, kernel))
+    for lv in levels_of(level):
+        if lv in _SMALL:
+            items += _SMALL[lv](kernel, blocks, backend, source, max_steps)
+        elif lv in LEVEL_SPECS:
+            items += _small_generic(lv, kernel)
     return items
 
 

@@ -14,9 +14,10 @@ from candidate_tree import Tree
 from leka import ir
 from leka import tvm_adapter as A
 from leka.core.config import LekaConfig
+from leka.core.levels import level_names
 from leka.core.protocols import Agent, AgentContext, Evaluator, Router
 from leka.core.task import Task
-from leka.core.types import LEVELS, Edit, edit_digest
+from leka.core.types import Edit, edit_digest
 from leka.loop.state import RunState
 
 CANDIDATES_KEPT = 16  # more than a batch of children (variants_per_call) plus the node they came from
@@ -46,7 +47,7 @@ class RunContext:
 
     @property
     def layers(self) -> list[str]:
-        return [lv for lv in LEVELS if lv in self.cfg.run.layers]
+        return [lv for lv in level_names() if lv in self.cfg.run.layers]
 
     # ---- budget -------------------------------------------------------------------------------
     def tick(self, state: RunState) -> float:
@@ -97,7 +98,7 @@ class RunContext:
             self._candidates.popitem(last=False)
 
     def level_counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(LEVELS, 0)
+        counts = dict.fromkeys(level_names(), 0)
         for n in self.tree.nodes():
             if n.level in counts:
                 counts[n.level] += 1

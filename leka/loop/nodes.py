@@ -4,16 +4,15 @@ evaluated yet is evaluated on resume; an evaluated one is not redone."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from leka import ir
-from leka.backends import l2_extension
 from leka.core.types import BudgetExhausted, Edit, EvalResult, edit_digest
 from leka.ir.edits import EditOutcome, apply_edit
+from leka.ir.files import candidate_files
 from leka.loop.context import RunContext
 from leka.loop.select import choose_next
 from leka.loop.state import RunState, fresh_state
@@ -184,11 +183,7 @@ def finish(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     return {"done": True, "budget_used_s": runtime.context.tick(state)}
 
 
-def artifacts(c: ir.Candidate) -> dict[str, str]:
-    """The files stored with a node: the candidate record, its Relax text, each L1 and L2 entry."""
-    arts = {"candidate.json": c.model_dump_json(), "relax.py": c.relax_text}
-    for key, e in c.l1.items():
-        arts[f"l1_{e.func}_{key[:8]}.json"] = json.dumps(e.model_dump(), indent=1)
-    for key, e in c.l2.items():
-        arts[f"l2_{e.kernel}_{key[:8]}.{l2_extension(e.language)}"] = e.text
-    return arts
+def artifacts(c: ir.Candidate) -> dict[str, str | bytes]:
+    """The files stored with a node: the candidate's on-disk layout as a record (leka.ir.files), so a
+    node's folder (RUN_DIR/nodes/N) is a candidate folder with its candidate.json."""
+    return candidate_files(c, record=True)

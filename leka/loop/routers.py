@@ -6,7 +6,7 @@ from __future__ import annotations
 from agents.hw_sensing import HardwareSensingAgent
 from agents.llm_agent import LLMRouter
 from leka.core.config import LekaConfig
-from leka.core.types import LEVELS
+from leka.core.levels import level_names
 
 
 def make_router(cfg: LekaConfig, provider=None, views=None) -> HardwareSensingAgent | LLMRouter:
@@ -14,7 +14,7 @@ def make_router(cfg: LekaConfig, provider=None, views=None) -> HardwareSensingAg
     AgentContext's deadline (the run's budget)."""
     if cfg.run.policy == "llm" and cfg.run.routing == "profile" and provider is not None:
         return LLMRouter(provider, views=views or (lambda c, x: {}),
-                         levels=[lv for lv in LEVELS if lv in cfg.run.layers],
+                         levels=[lv for lv in level_names() if lv in cfg.run.layers],
                          max_repairs=cfg.llm.max_repairs,
                          context_tokens=cfg.llm.context_tokens, prompt_tokens=cfg.llm.prompt_tokens)
     return HardwareSensingAgent(cfg.run.routing, cfg.run.layers, cfg.run.seed)
