@@ -134,7 +134,10 @@ def _seccomp(sc: Any, own_pid: int, device: bool = False) -> None:
 
 
 def _warm_openmp(threads: int) -> None:
-    """The system OpenMP runtime's pool (L2 kernels link it), made while threads may still be created."""
+    """The OpenMP runtime's pool (torch's libgomp.so.1, which L2 kernels link), made while threads may
+    still be created, and its thread count for the kernels' parallel regions: the judge forks the worker
+    with torch on one thread (worker.run_job), an OpenMP setting the fork copies, so without it every
+    `#pragma omp parallel` of a sandboxed kernel ran on one thread (2x slower than in-process)."""
     try:
         gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | ctypes.RTLD_GLOBAL)
     except OSError:
@@ -143,6 +146,7 @@ def _warm_openmp(threads: int) -> None:
     noop = fn_t(lambda _p: None)
     try:
         gomp.omp_set_dynamic(0)
+        gomp.omp_set_num_threads(ctypes.c_int(threads))
         gomp.GOMP_parallel(noop, None, ctypes.c_uint(threads), ctypes.c_uint(0))
     except AttributeError:
         pass

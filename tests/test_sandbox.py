@@ -459,3 +459,27 @@ def test_a_stopped_worker_dies_with_its_killed_judge(tmp_path):
         if judge.poll() is None:
             judge.kill()
             judge.wait(10)
+
+
+OMP_PROBE = r"""
+import ctypes, os
+import torch
+from benchmark.sandbox_worker import _warm_openmp
+torch.set_num_threads(1)  # as the judge forks its workers (worker.run_job)
+pid = os.fork()
+if pid == 0:
+    _warm_openmp(2)
+    gomp = ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD)
+    os._exit(gomp.omp_get_max_threads())
+print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def test_a_forked_worker_runs_openmp_kernels_on_its_threads():
+    # torch's libgomp is the one L2 kernels link: the judge's one-thread setting, copied by the fork,
+    # made every parallel region of a sandboxed kernel run on one thread until the warm-up set it
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", OMP_PROBE], cwd=Path(__file__).parents[1], capture_output=True,
+                         text=True, timeout=120)
+    assert out.stdout.strip() == "2", (out.stdout, out.stderr[-500:])
