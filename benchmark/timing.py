@@ -159,7 +159,7 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
             tc1 = cand.sample(1)
             tb1 = base.sample(1)
         # then calibrated: a one-call sample of a microsecond kernel is mostly its sample's fixed cost (a
-        # sync, a sandboxed request's round trip: 0.09-0.8 ms on the H200, varying), so the two arms' single
+        # sync, a sandboxed request's round trip: 0.1-0.4 ms on the H200, varying), so the two arms' single
         # calls differed by over 1.5x by chance and identical programs got unequal call counts (A/A on
         # the H200: 15 of 92 evaluations, 13 of them failing it). Samples of the same n calls on
         # both arms, n growing until a sample lasts about half its target, give per-call times whose
