@@ -163,13 +163,10 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
         # calls differed by over 1.5x by chance and identical programs got unequal call counts (A/A on
         # the H200: 15 of 92 evaluations, 13 of them failing it). Samples of the same n calls on
         # both arms, n growing until a sample lasts about half its target, give per-call times whose
-        # ratio is the programs', not their fixed costs'. Only where both arms' calls are shorter than a
-        # run of a sample, and the slower arm's calibration lasts at most two runs: a slow arm costs no budget
+        # ratio is the programs', not their fixed costs'
         target = cfg["sample_s"] / reps
         for _ in range(3):
-            if max(tc1, tb1) >= target:
-                break
-            n = min(math.ceil(target / max(math.sqrt(tc1 * tb1), 1e-7)), int(2 * target / max(tc1, tb1)))
+            n = math.ceil(target / max(math.sqrt(tc1 * tb1), 1e-7))
             if n <= 1:
                 break
             tc1 = cand.sample(n)
