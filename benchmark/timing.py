@@ -138,7 +138,7 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
     what the budget leaves after its warm-up gets what fits, at least one pair, and `limited` says so:
     a program of seconds is timed in a few of its own calls, not in min_pairs of them."""
     t0 = time.perf_counter()
-    # First one call per arm, then `warmup` rounds more and calibration samples (below) that plan the samples. A
+    # First one call per arm, then `warmup` rounds more, the last of which plans the samples. A
     # program's first call carries its one-time costs, and unequally for the two arms: the candidate
     # ran its checks before, the baseline had not run at all. On NVIDIA's OpenCL the baseline's first
     # call builds its OpenCL program (TVM builds it at its first launch); planned from that call, the
@@ -150,31 +150,14 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
     tc1 = cand.sample(1)
     tb1 = base.sample(1)
     first = [tc1, tb1]
+    if min(tc1, tb1) < cfg["sample_s"]:
+        for _ in range(max(0, int(cfg["warmup"]))):
+            tc1 = cand.sample(1)
+            tb1 = base.sample(1)
+    warm_s = time.perf_counter() - t0
     # a sample is the best of `reps` short runs: a preempted run (other processes on the same
     # cores) then costs one repetition, not the pair; slow calls (>= sample_s) run once
     reps = max(1, int(cfg.get("sample_repeats", 3)))
-    calib = 0
-    if min(tc1, tb1) < cfg["sample_s"] and int(cfg["warmup"]) > 0:
-        for _ in range(int(cfg["warmup"])):
-            tc1 = cand.sample(1)
-            tb1 = base.sample(1)
-        # then calibrated: a one-call sample of a microsecond kernel is mostly its sample's fixed cost (a
-        # sync, a sandboxed request's round trip: 0.1-0.4 ms on the H200, varying), so the two arms' single
-        # calls differed by over 1.5x by chance and identical programs got unequal call counts (A/A on
-        # the H200: 15 of 92 evaluations, 13 of them failing it). Samples of the same n calls on
-        # both arms, n growing until a sample lasts about half its target, give per-call times whose
-        # ratio is the programs', not their fixed costs'
-        target = cfg["sample_s"] / reps
-        for _ in range(3):
-            n = math.ceil(target / max(math.sqrt(tc1 * tb1), 1e-7))
-            if n <= 1:
-                break
-            tc1 = cand.sample(n)
-            tb1 = base.sample(n)
-            calib = n
-            if n * math.sqrt(tc1 * tb1) >= target / 2:
-                break
-    warm_s = time.perf_counter() - t0
     nc = max(1, math.ceil(cfg["sample_s"] / reps / max(tc1, 1e-7)))
     nb = max(1, math.ceil(cfg["sample_s"] / reps / max(tb1, 1e-7)))
     if 2 / 3 < tc1 / max(tb1, 1e-12) < 1.5:
@@ -193,7 +176,7 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
         pairs = max(1, fit)
     return {"number": [nc, nb], "repeats": [rc, rb], "pairs": pairs, "limited": limited,
             "per_pair_s": per_pair, "warmup_s": warm_s, "plan_call_s": [tc1, tb1],
-            "first_call_s": first, "calibration_calls": calib}
+            "first_call_s": first}
 
 
 def _spread(ratios: list[float]) -> float | None:
@@ -258,7 +241,6 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
             "spread": _spread(ratios), "pairs": len(tcs), "number": [nc, nb], "repeats": [rc, rb],
             "limited": plan["limited"], "timing_s": wall,
             "first_call_s": plan["first_call_s"], "plan_call_s": plan["plan_call_s"],
-            "calibration_calls": plan["calibration_calls"],
             "machine_load": load.finish(snap, float(cfg.get("load_share", 0.25)))}
 
 
@@ -278,7 +260,6 @@ def record(res, tm: dict[str, Any]) -> None:
     if "first_call_s" in tm:  # each arm's first call and the call its samples were planned from
         res.extra["first_call_s"] = [float(f"{t:.3g}") for t in tm["first_call_s"]]
         res.extra["plan_call_s"] = [float(f"{t:.3g}") for t in tm["plan_call_s"]]
-        res.extra["calibration_calls"] = tm.get("calibration_calls", 0)
     res.extra["ci_level"] = tm["ci_level"]
     if tm.get("machine_load") is not None:
         # a loaded machine's timing is kept and reported as such: the interval already carries the
