@@ -138,9 +138,22 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
     what the budget leaves after its warm-up gets what fits, at least one pair, and `limited` says so:
     a program of seconds is timed in a few of its own calls, not in min_pairs of them."""
     t0 = time.perf_counter()
-    for _ in range(max(1, cfg["warmup"])):
-        tc1 = cand.sample(1)
-        tb1 = base.sample(1)
+    # First one call per arm, then `warmup` rounds more, the last of which plans the samples. A
+    # program's first call carries its one-time costs, and unequally for the two arms: the candidate
+    # ran its checks before, the baseline had not run at all. On NVIDIA's OpenCL the baseline's first
+    # call builds its OpenCL program (TVM builds it at its first launch); planned from that call, the
+    # baseline got samples of one call, whose sync and launch cost the candidate's samples of ~1000
+    # calls spread thin, and A/A read 1.06-3.92x in-process on the H200 (experiments/results/
+    # bench_aa_h200.md). Slow programs (both first calls a sample or more: one call per sample either
+    # way) skip the rounds, which would cost pairs of their budget; warmup = 0 plans from the first
+    # calls (the protocol before the fix)
+    tc1 = cand.sample(1)
+    tb1 = base.sample(1)
+    first = [tc1, tb1]
+    if min(tc1, tb1) < cfg["sample_s"]:
+        for _ in range(max(0, int(cfg["warmup"]))):
+            tc1 = cand.sample(1)
+            tb1 = base.sample(1)
     warm_s = time.perf_counter() - t0
     # a sample is the best of `reps` short runs: a preempted run (other processes on the same
     # cores) then costs one repetition, not the pair; slow calls (>= sample_s) run once
@@ -162,7 +175,8 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
     if limited:
         pairs = max(1, fit)
     return {"number": [nc, nb], "repeats": [rc, rb], "pairs": pairs, "limited": limited,
-            "per_pair_s": per_pair, "warmup_s": warm_s}
+            "per_pair_s": per_pair, "warmup_s": warm_s, "plan_call_s": [tc1, tb1],
+            "first_call_s": first}
 
 
 def _spread(ratios: list[float]) -> float | None:
@@ -226,6 +240,7 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
             "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
             "spread": _spread(ratios), "pairs": len(tcs), "number": [nc, nb], "repeats": [rc, rb],
             "limited": plan["limited"], "timing_s": wall,
+            "first_call_s": plan["first_call_s"], "plan_call_s": plan["plan_call_s"],
             "machine_load": load.finish(snap, float(cfg.get("load_share", 0.25)))}
 
 
@@ -242,6 +257,9 @@ def record(res, tm: dict[str, Any]) -> None:
     one_pair = tm["speedup_lo"] is None
     res.timing_valid = one_pair or tm["ci_width"] <= bound
     res.extra["number"] = tm["number"]
+    if "first_call_s" in tm:  # each arm's first call and the call its samples were planned from
+        res.extra["first_call_s"] = [float(f"{t:.3g}") for t in tm["first_call_s"]]
+        res.extra["plan_call_s"] = [float(f"{t:.3g}") for t in tm["plan_call_s"]]
     res.extra["ci_level"] = tm["ci_level"]
     if tm.get("machine_load") is not None:
         # a loaded machine's timing is kept and reported as such: the interval already carries the

@@ -211,6 +211,10 @@ def build(st: JobState) -> bool:
         st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
     if st.gpu:
         _hold_gpu(st, None if device_worker else A.device_for(st.backend))
+    elif isolated.on_device(st):
+        # OpenCL: checks and timing hold the device alone too (the same lock, LEKA_GPU_LOCK), so
+        # evaluations side by side (a grid, the H200 A/A) never time each other's kernels; builds overlap
+        gpu_timing.hold_gpu_lock()
     if not device_worker:
         st.runner = A.VMRunner(st.built.executable, A.device_for(st.backend),
                                memory_cfg=None if st.sandboxed else st.plan.memory_cfg)

@@ -61,6 +61,25 @@ def test_l2_cuda_rules_rewrite_the_kernel_text():
     assert fast_math("y[i] = x[i] * 2.0f;") is None
 
 
+def test_cuda_builds_without_fast_math_unless_the_user_asks(monkeypatch):
+    # TVM 0.27's nvcc path adds --use_fast_math unless TVM_CUDA_NVCC_NO_FAST_MATH is set (non-empty):
+    # fast math made powf(x, 2) NaN for x < 0, so RMSNorm roots were NaN on the H200
+    import inspect
+    import os
+
+    from tvm.support import nvcc
+
+    from leka import tvm_adapter as A
+
+    assert "TVM_CUDA_NVCC_NO_FAST_MATH" in inspect.getsource(nvcc._compile_cuda_nvcc)  # what this TVM reads
+    monkeypatch.delenv("TVM_CUDA_NVCC_NO_FAST_MATH", raising=False)
+    A.cuda_runtime_setup()
+    assert os.environ["TVM_CUDA_NVCC_NO_FAST_MATH"] == "1"
+    monkeypatch.setenv("TVM_CUDA_NVCC_NO_FAST_MATH", "")  # the user's choice (empty: fast math) is kept
+    A.cuda_runtime_setup()
+    assert os.environ["TVM_CUDA_NVCC_NO_FAST_MATH"] == ""
+
+
 def test_gpu_lock_serialises_processes(tmp_path):
     # two children take the lock in turn: the second's start is after the first's end
     code = (f"import os,sys,time; sys.path.insert(0, {str(ROOT)!r}); os.environ['LEKA_GPU_LOCK']={str(tmp_path / 'lock')!r}\n"
@@ -220,6 +239,17 @@ def test_root_on_gpu_runs_in_the_sandboxed_worker(task, ev):
     assert "seccomp" in res.extra["sandbox"], res.extra
     assert res.extra["timer"] == "candidate sandbox, baseline sandbox", res.extra
     assert res.speedup is not None and 0.7 < res.speedup < 1.4, res  # DLight against itself
+
+
+@gpu
+@needs_gpu
+def test_rmsnorm_root_on_gpu_is_correct(ev):
+    # x.pow(2).mean(-1): with nvcc's fast math the DLight root was NaN (powf as exp2(2 log2 x)); built
+    # without it (cuda_runtime_setup), it matches PyTorch on every checked seed
+    from benchmark.task import resolve
+
+    res = ev.evaluate(resolve("l1_rmsnorm"), time_it=False)
+    assert res.compiled and res.correct, (res.error_kind, res.error)
 
 
 @gpu

@@ -15,6 +15,7 @@ from benchmark.task import load_task_file
 from leka import ir
 from leka import tvm_adapter as A
 from leka.core.config import EvaluatorConfig
+from leka.core.types import EvalResult
 
 DATA = Path(__file__).parent / "data"
 
@@ -191,7 +192,7 @@ def test_repetitions_of_a_pair_alternate_between_the_arms():
                           timing_budget_s=10.0, ci_width=0.0).model_dump()
     tm = timing.paired_timing(arm("c", 1e-3), arm("b", 1e-3), cfg, probe_load=False)
     assert tm["pairs"] == 2 and tm["repeats"] == [3, 3]
-    assert "".join(order[2:]) == "cbcbcb" + "bcbcbc", order  # after the warm-up's c, b
+    assert "".join(order[4:]) == "cbcbcb" + "bcbcbc", order  # after the warm-up's c, b (first calls), c, b
 
 
 def test_sandbox_loop_keeps_the_last_calls_outputs(vm, loop_cache):
@@ -237,3 +238,33 @@ def test_drawn_call_counts_leave_no_call_safe_to_skip():
     fixed = [draw_calls(rng, n, most, 0) for _ in range(2000)]
     assert min(fixed) == 30 and max(fixed) == 40
     assert draw_calls(rng, 1, most, hold) == 1 and draw_calls(rng, 50, 2, hold) == 1
+
+
+def test_a_first_call_that_builds_does_not_plan_the_samples():
+    """Issue 27: the baseline's first call builds its program (NVIDIA's OpenCL builds at first launch), the
+    candidate's does not (its checks ran it). Planned from those calls, the baseline's samples were of one
+    call each, and a per-sample cost that the candidate's long samples spread thin read as an A/A speedup.
+    The plan comes from a later round: both arms of one program make the same number of calls, and the
+    first calls are recorded."""
+    def arm(first_s: float, call_s: float, per_sample_s: float) -> timing.Timer:
+        state = {"first": True}
+
+        def sample(n: int) -> float:
+            one_time = first_s if state.pop("first", False) else 0.0
+            return (one_time + per_sample_s + n * call_s) / n
+        return timing.Timer(sample)
+
+    def a_a(warmup: int) -> dict:
+        cfg = EvaluatorConfig(warmup=warmup, sample_s=0.03, max_pairs=5, timing_budget_s=100.0,
+                              ci_width=0.0).model_dump()
+        # one 10 us program, 20 us of sync and launch cost per sample; the baseline's first call builds (50 ms)
+        return timing.paired_timing(arm(0.0, 1e-5, 2e-5), arm(0.05, 1e-5, 2e-5), cfg, probe_load=False)
+
+    old = a_a(0)
+    assert old["number"][0] > 100 * old["number"][1] and old["speedup"] > 2.0, old  # the bias, reproduced
+    new = a_a(1)
+    assert new["number"][0] == new["number"][1] and new["speedup"] == pytest.approx(1.0), new
+    assert new["first_call_s"][1] > 0.04 and new["plan_call_s"][1] < 1e-4, new
+    res = EvalResult(task="t", correct=True)
+    timing.record(res, new)
+    assert res.extra["first_call_s"][1] > 0.04 and res.extra["number"][0] == res.extra["number"][1]

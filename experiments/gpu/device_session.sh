@@ -14,13 +14,16 @@
 #   bash experiments/gpu/device_session.sh opencl_tune  MetaSchedule-$TRIALS for the OpenCL tasks, one GPU per share
 #   bash experiments/gpu/device_session.sh sandbox issue 26: the sandbox's layers on CUDA (sandbox_diag.py),
 #                                                  the GPU tests, A/A of both protocols (bench_sandbox.py)
+#   bash experiments/gpu/device_session.sh aa      issue 27: A/A of the CUDA and OpenCL time steps (aa_gpu.py:
+#                                                  sandboxed, in-process, in-process with the old warm-up) beside
+#                                                  the OpenCL plugin's build and the fast-math GPU tests
 #   bash experiments/gpu/device_session.sh STEP    one step: setup smoke tests run2m runs tune table
 #
 # With one GPU, call2 does not tune; call3 tunes first (nothing else on the GPU), then times.
 # Environment: OUT (brought back), WORK (run folders, lasts while the machine stays up), BUDGET (per
 # subset run, 60s), JOBS (runs at once, 12), TRIALS (MetaSchedule, 16), TUNE_JOBS (8), CALL_LIMIT (s).
 set -uo pipefail
-what=${1:?call2, call3, opencl or a step}
+what=${1:?call2, call3, opencl, sandbox, aa or a step}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$here"
 OUT=${OUT:-/tmp/leka-out}
@@ -201,6 +204,25 @@ case $what in
     step aa_cuda "$(left)" "${g[@]}" python3 experiments/bench_sandbox.py --skip-a --backend cuda --aa-rounds 1 \
       ${AA_TASKS:+--b-tasks $AA_TASKS} ${AA_ARMS:+--arms $AA_ARMS} --json "$LOGS/aa_cuda.json"
     tail -32 "$LOGS/aa_cuda.log"
+    ;;
+  aa)  # issue 27: A/A of the CUDA and OpenCL time steps, both protocols, one GPU (aa_gpu.py)
+    export OCL_ICD_VENDORS=$WORK/icd CPATH=/usr/local/cuda/include${CPATH:+:$CPATH}
+    mkdir -p "$OCL_ICD_VENDORS"; echo libnvidia-opencl.so.1 > "$OCL_ICD_VENDORS/nvidia.icd"
+    export LEKA_TVM_OPENCL_SRC=${LEKA_TVM_OPENCL_SRC:-$here/.oclsrc}
+    export CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0
+    # side by side: the versions, the OpenCL plugin (its jobs wait for opencl.ready), the fast-math tests
+    # (they queue for the GPU like the A/A's evaluations), the A/A itself
+    check_env > "$LOGS/env.log" 2>&1 &
+    (step opencl_build 150 python3 -m leka.cli opencl build --no-install-deps && touch "$WORK/opencl.ready") &
+    step gpu_fast_math 150 python3 -m pytest tests/test_gpu.py -k "rmsnorm or fast_math" -m "gpu or not slow" -q \
+      -p no:cacheprovider -rA &
+    step aa "$(left)" python3 experiments/gpu/aa_gpu.py run --out "$WORK/aa" --rows "$OUT/aa_rows.jsonl" \
+      --shards "${AA_SHARDS:-6}" --deadline-s "$(( $(left) - 15 ))" --ready "opencl=$WORK/opencl.ready" \
+      --groups "${AA_GROUPS:-cuda:after,opencl:after,opencl:before,opencl:before0@8,cuda:before}" ${AA_TASKS:+--tasks $AA_TASKS}
+    wait
+    python3 experiments/gpu/aa_gpu.py render --rows "$OUT/aa_rows.jsonl" --md "$OUT/aa_table.md" > /dev/null 2>&1
+    cp "$OUT/aa_rows.jsonl" "$OUT/aa_table.md" "$LOGS/" 2>/dev/null; pack
+    cat "$OUT/steps.log"; tail -3 "$LOGS/gpu_fast_math.log"; tail -40 "$OUT/aa_table.md"
     ;;
   setup) check_env ;;
   smoke) s_smoke ;;

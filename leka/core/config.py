@@ -31,7 +31,10 @@ class EvaluatorConfig(_Section):
     # from the task's footprint and this machine's memory (benchmark/memory.py)
     memory_cap_gb: float | None = None
     input_cap_gb: float = 2.0  # inputs + params bigger than this are refused up front
-    warmup: int = 1
+    # timing: after each arm's first call (its one-time costs: an OpenCL program's build at first launch),
+    # this many rounds of one call per arm, the last planning the samples (benchmark/timing.py _plan);
+    # 0 = planned from the first calls (before issue 27's OpenCL A/A fix)
+    warmup: int = Field(1, ge=0)
     max_pairs: int = 15  # candidate/baseline timing pairs (A B A B ...)
     min_pairs: int = 3
     sample_s: float = 0.03  # target wall time of one timing sample; `number` adapts to reach it

@@ -130,11 +130,21 @@ def run_prim_func(rt_mod, arrays: Sequence[np.ndarray], name: str = "main", numb
 def cuda_runtime_setup() -> None:
     """Before building CUDA modules: TVM's CUDA codegen compiles the CUDA C it generates through the
     global `tvm_callback_cuda_compile` (registered by tvm.support.nvcc); prefer nvcc when it is on
-    PATH, else NVRTC (needs the cuda-python bindings)."""
+    PATH, else NVRTC (needs the cuda-python bindings).
+
+    Without fast math: TVM 0.27's nvcc path (`tvm/support/nvcc.py`, `_compile_cuda_nvcc`) passes
+    `--use_fast_math` unless the environment has a non-empty `TVM_CUDA_NVCC_NO_FAST_MATH` (any value
+    counts, "0" too). Fast math turns `powf(x, 2.0f)` into `exp2f(2 * log2f(x))`, NaN for x < 0, so the
+    DLight roots of RMSNorm-like tasks (`x.pow(2).mean(...)`: l1_rmsnorm, the Llama / Mistral decoders)
+    were NaN on the H200; references are PyTorch's IEEE results, and a candidate may still ask for
+    fast math in its own L2 source (`__expf`, ...). A user's own setting is kept. The NVRTC path
+    (TVM_CUDA_COMPILE_MODE=nvrtc, or no nvcc on PATH) always adds `--use_fast_math` in this TVM and
+    reads no such variable: there the roots keep the fast-math results."""
     import shutil
 
     if shutil.which("nvcc"):
         os.environ.setdefault("TVM_CUDA_COMPILE_MODE", "nvcc")
+    os.environ.setdefault("TVM_CUDA_NVCC_NO_FAST_MATH", "1")
     from tvm.support import nvcc  # noqa: F401 - registers the compile callback
 
 
