@@ -514,8 +514,13 @@ def time_step(st: Any) -> bool:
     # request is being timed on, and the worker's two threads then share one core for milliseconds
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    # samples planned from each arm's first timed call (evaluator.warmup's later rounds are the
+    # in-process protocol's): the workers' setup and check requests have run both programs, an OpenCL
+    # program's first-launch build included, so those calls are alike (within 1.5x on 23/23 CUDA and
+    # 22/23 OpenCL tasks on the H200), and a later one-call round only made the plan noisier (16 and 19:
+    # experiments/results/bench_aa_h200.md)
     try:
-        tm = timing.judged_pairs(cand, base, cfg, res)
+        tm = timing.judged_pairs(cand, base, {**cfg, "warmup": 0}, res)
     except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
         res.correct = False
         return _fail(st, e, "timing")

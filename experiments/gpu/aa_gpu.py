@@ -151,6 +151,8 @@ def run(args) -> None:
 
 
 def summarise(rows: list[dict]) -> list[dict]:
+    from benchmark.stats import geomean
+
     out = []
     for key in dict.fromkeys((r["backend"], r["protocol"]) for r in rows):
         rs = [r for r in rows if (r["backend"], r["protocol"]) == key]
@@ -161,8 +163,7 @@ def summarise(rows: list[dict]) -> list[dict]:
                     "in_band": sum(bool(r.get("in_band")) for r in rs),
                     "interval_has_1": sum(bool(r.get("interval_has_1")) for r in rs),
                     "errors": sum(bool(r.get("error_kind")) and not r.get("correct") for r in rs),
-                    "geomean": (statistics.geometric_mean([r["speedup"] for r in rs if r.get("speedup")])
-                                if any(r.get("speedup") for r in rs) else None),
+                    "geomean": geomean([r.get("speedup") for r in rs]),
                     "equal_call_counts": sum(n[0] == n[1] for n in num), "with_counts": len(num),
                     "median_first_call_ratio_base_over_cand": (statistics.median(f[1] / f[0] for f in first if f[0] > 0)
                                                                if first else None)})

@@ -33,7 +33,8 @@ class EvaluatorConfig(_Section):
     input_cap_gb: float = 2.0  # inputs + params bigger than this are refused up front
     # timing: after each arm's first call (its one-time costs: an OpenCL program's build at first launch),
     # this many rounds of one call per arm, the last planning the samples (benchmark/timing.py _plan);
-    # 0 = planned from the first calls (before issue 27's OpenCL A/A fix)
+    # 0 = planned from the first calls (before issue 27's OpenCL A/A fix). In-process only: the sandboxed
+    # protocol always plans from its first timed calls (benchmark/isolated.py time_step says why)
     warmup: int = Field(1, ge=0)
     max_pairs: int = 15  # candidate/baseline timing pairs (A B A B ...)
     min_pairs: int = 3
