@@ -500,8 +500,12 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
     # split a request's time into the worker's compute and the rest (the worker's clock is no verdict)
     diag = st.res.extra.setdefault("timing_diag", []) if st.cfg.get("timing_diag") else None
     st.request_fixed = fixed = [math.inf]  # read back into the result (time_step)
-    return (timing.Timer(_Arm(st, cw, bw, "candidate", rng, diag, fixed).sample, "sandbox"),
-            timing.Timer(_Arm(st, bw, cw, "baseline", rng, diag, fixed).sample, "sandbox"))
+    # warm: the workers' setup and check requests have run both programs, an OpenCL program's
+    # first-launch build included, so their first timed calls are alike (within 1.5x on 23/23 CUDA and
+    # 22/23 OpenCL tasks on the H200) and planning from a later one-call round only made the plan
+    # noisier (16 and 19: experiments/results/bench_aa_h200.md)
+    return (timing.Timer(_Arm(st, cw, bw, "candidate", rng, diag, fixed).sample, "sandbox", warm=True),
+            timing.Timer(_Arm(st, bw, cw, "baseline", rng, diag, fixed).sample, "sandbox", warm=True))
 
 
 def time_step(st: Any) -> bool:
@@ -514,13 +518,8 @@ def time_step(st: Any) -> bool:
     # request is being timed on, and the worker's two threads then share one core for milliseconds
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    # samples planned from each arm's first timed call (evaluator.warmup's later rounds are the
-    # in-process protocol's): the workers' setup and check requests have run both programs, an OpenCL
-    # program's first-launch build included, so those calls are alike (within 1.5x on 23/23 CUDA and
-    # 22/23 OpenCL tasks on the H200), and a later one-call round only made the plan noisier (16 and 19:
-    # experiments/results/bench_aa_h200.md)
     try:
-        tm = timing.judged_pairs(cand, base, {**cfg, "warmup": 0}, res)
+        tm = timing.judged_pairs(cand, base, cfg, res)
     except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
         res.correct = False
         return _fail(st, e, "timing")

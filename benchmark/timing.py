@@ -38,11 +38,14 @@ class StaleOutput(RuntimeError):
 
 class Timer:
     """Something that can be timed: `sample(number)` returns seconds per call for one sample; `kind`
-    says how the calls are made (reported in EvalResult.extra["timer"])."""
+    says how the calls are made (reported in EvalResult.extra["timer"]); `warm`: its program has run
+    before its first sample (a sandboxed worker's setup and checks), so that sample carries no one-time
+    cost and the plan needs no warm-up rounds (`_plan`)."""
 
-    def __init__(self, sample: Callable[[int], float], kind: str = ""):
+    def __init__(self, sample: Callable[[int], float], kind: str = "", warm: bool = False):
         self.sample = sample
         self.kind = kind
+        self.warm = warm
 
 
 def tvm_timer(runner, dev_args) -> Timer:
@@ -146,11 +149,11 @@ def _plan(cand: Timer, base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
     # calls spread thin, and A/A read 1.06-3.92x in-process on the H200 (experiments/results/
     # bench_aa_h200.md). Slow programs (both first calls a sample or more: one call per sample either
     # way) skip the rounds, which would cost pairs of their budget; warmup = 0 plans from the first
-    # calls (the protocol before the fix)
+    # calls (the protocol before the fix), as do warm timers, whose first calls are alike already
     tc1 = cand.sample(1)
     tb1 = base.sample(1)
     first = [tc1, tb1]
-    if min(tc1, tb1) < cfg["sample_s"]:
+    if min(tc1, tb1) < cfg["sample_s"] and not (cand.warm and base.warm):
         for _ in range(max(0, int(cfg["warmup"]))):
             tc1 = cand.sample(1)
             tb1 = base.sample(1)

@@ -246,13 +246,16 @@ def test_a_first_call_that_builds_does_not_plan_the_samples():
     call each, and a per-sample cost that the candidate's long samples spread thin read as an A/A speedup.
     The plan comes from a later round: both arms of one program make the same number of calls, and the
     first calls are recorded."""
-    def arm(first_s: float, call_s: float, per_sample_s: float) -> timing.Timer:
-        state = {"first": True}
+    def arm(first_s: float, call_s: float, per_sample_s: float, warm: bool = False) -> timing.Timer:
+        state = {"first": True, "calls": 0}
 
         def sample(n: int) -> float:
+            state["calls"] += 1
             one_time = first_s if state.pop("first", False) else 0.0
             return (one_time + per_sample_s + n * call_s) / n
-        return timing.Timer(sample)
+        t = timing.Timer(sample, warm=warm)
+        t.state = state
+        return t
 
     def a_a(warmup: int) -> dict:
         cfg = EvaluatorConfig(warmup=warmup, sample_s=0.03, max_pairs=5, timing_budget_s=100.0,
@@ -268,3 +271,11 @@ def test_a_first_call_that_builds_does_not_plan_the_samples():
     res = EvalResult(task="t", correct=True)
     timing.record(res, new)
     assert res.extra["first_call_s"][1] > 0.04 and res.extra["number"][0] == res.extra["number"][1]
+    # warm timers (the sandboxed workers': their programs ran before) plan from their first calls
+    cfg = EvaluatorConfig(warmup=1, sample_s=0.03, max_pairs=5, timing_budget_s=100.0, ci_width=0.0).model_dump()
+    a, b = arm(0.0, 1e-5, 2e-5, warm=True), arm(0.0, 1e-5, 2e-5, warm=True)
+    plan = timing._plan(a, b, cfg)
+    assert a.state["calls"] == b.state["calls"] == 1 and plan["plan_call_s"] == plan["first_call_s"], plan
+    warm, cold = arm(0.0, 1e-5, 2e-5, warm=True), arm(0.0, 1e-5, 2e-5)
+    timing._plan(warm, cold, cfg)
+    assert warm.state["calls"] == cold.state["calls"] == 2  # one arm not warm: the round runs
