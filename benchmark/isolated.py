@@ -1,19 +1,13 @@
 """The judge's half of a sandboxed evaluation (benchmark/sandbox.py has the worker's): the checked
-runs, the profile and the paired timing, each as requests to workers the judge forked after the build.
+runs and the profile (the paired timing: sandbox_timing.py), each as requests to workers the judge
+forked after the build.
 
 - **Check.** Per seed the pool is filled with that seed's inputs (window 0) and, for the first seed, a
   poison call on other valid inputs (a shifted window) comes first; the seed call's outputs are read
   out of the stopped worker and compared with the PyTorch reference, computed here, by the judge,
   after the candidate's run. The inputs are compared with what was written (the worker maps them
   read-only, so a write would have faulted).
-- **Timing.** Before every request the pool gets fresh contents (new seeds of the task's own input
-  distribution), every call of a request gets its own window offsets (distinct within the request), the
-  worker keeps every call's outputs (or, with `sandbox_hold` N > 0, the last N calls', a ring), the
-  number of calls is drawn around the planned `number` (memoryless with a ring: `draw_calls`), and after the answer
-  one kept call, drawn at random, is checked: its output against the other arm's output on the same
-  inputs (an untimed one-call request to the other worker), at twice the task's tolerance. The clock
-  is the judge's, around the request, less the fastest empty request's cost. Both arms go through
-  exactly this path, so whatever it costs, both pay it.
+- **Timing**: benchmark/sandbox_timing.py, the same workers and pool.
 
 No tvm import here.
 """
@@ -30,9 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmark import baselines, gpu_timing, memory, sandbox, timing
+from benchmark import baselines, gpu_timing, memory, sandbox
 from benchmark.outputs import _np, compare
-from benchmark.process_state import ProcessStateChanged
 from leka import tvm_adapter as A
 from leka.backends import get_backend
 
@@ -98,7 +91,7 @@ def _specs(st: Any) -> list[sandbox.InputSpec]:
     return [sandbox.InputSpec(tuple(a.shape), str(a.dtype)) for a in (_np(t) for t in st.task.make_inputs(0))]
 
 
-def _make(st: Any):
+def input_maker(st: Any):
     return lambda seed: [_np(t) for t in st.task.make_inputs(seed)]
 
 
@@ -259,11 +252,11 @@ def close(st: Any) -> None:
         st.pool.close()
 
 
-def _like(st: Any) -> list[tuple[tuple[int, ...], str]]:
+def outputs_like(st: Any) -> list[tuple[tuple[int, ...], str]]:
     return [(tuple(s), str(d)) for s, d in st.root.outputs]
 
 
-def _fail(st: Any, e: BaseException, where: str) -> bool:
+def fail(st: Any, e: BaseException, where: str) -> bool:
     if isinstance(e, sandbox.WorkerError) and e.kind:
         _err(st.res, e.kind, f"{where}: {e}")
     elif isinstance(e, sandbox.WorkerError) and OOM.search(str(e)):
@@ -314,7 +307,7 @@ def check(st: Any) -> bool:
     """Seed by seed through the candidate's worker (see the module docstring)."""
 
     res, t0 = st.res, time.perf_counter()
-    w, pool, make = st.workers["candidate"], st.pool, _make(st)
+    w, pool, make = st.workers["candidate"], st.pool, input_maker(st)
     zero = [0] * len(pool.specs)
     max_abs = max_rel = 0.0
     try:
@@ -352,7 +345,7 @@ def check(st: Any) -> bool:
                 st.inputs_by_seed.append(inputs)
             del refs
     except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
-        return _fail(st, e, f"seed {seed}")
+        return fail(st, e, f"seed {seed}")
     finally:
         res.check_s = time.perf_counter() - t0
     res.max_abs_err, res.max_rel_err = max_abs, max_rel
@@ -367,171 +360,8 @@ def profile(st: Any) -> dict:
     report itself (FLOPs, bytes, roofline) is made here from the built module."""
     from profilers.profile import profile_built
 
-    make = _make(st)
+    make = input_maker(st)
     st.pool.fill(make, 0, slack_seed=SYSRAND.randrange(10**6, 2**31 - 10**5))
     measured = st.workers["candidate"].profile([0] * len(st.pool.specs), repeat=5)
     rep = profile_built(st.built, None, st.target, backend=st.backend, candidate=st.cand, measured=measured)
     return rep.model_dump(mode="json")
-
-
-def draw_calls(rng: random.Random, n: int, most: int, hold: int) -> int:
-    """A timed request's call count for a planned `n`, drawn per sample so that a kernel cannot count
-    its way to the checked call. Where every call's outputs are kept (hold 0), 3/4 of n to all of it:
-    any call may be checked. Where only the last `hold` calls' are, memoryless: geometric with mean n
-    (at most half of `most`, the request's cap, so the cap is seldom hit), so that whatever call a
-    kernel has reached, the chance that the request ends within `hold` calls, and so that the call can
-    be checked, is the same: no call is safe to skip."""
-    if n <= 1:
-        return 1
-    if hold <= 0:
-        return rng.randint(max(1, (3 * n + 3) // 4), n)
-    mean = max(1, min(n, most // 2))
-    if mean == 1:
-        return 1
-    u = 1.0 - rng.random()  # (0, 1]
-    return max(1, min(most, 1 + int(math.log(u) / math.log1p(-1.0 / mean))))
-
-
-class _Arm:
-    """One arm's sandboxed timing: `sample(number)` is its Timer's (see the module docstring). Arms share
-    the judge's rng, pool and diagnostics list; each checks a drawn call against the other arm."""
-
-    def __init__(self, st: Any, me: sandbox.SandboxWorker, other: sandbox.SandboxWorker, role: str,
-                 rng: random.Random, diag: list | None, fixed: list[float]):
-        self.st, self.me, self.other, self.role, self.rng, self.diag = st, me, other, role, rng, diag
-        self.make, self.like = _make(st), _like(st)
-        self.guard = bool(st.cfg.get("process_check", True))
-        self.calibrated = False
-        self.primed = 0  # the most calls a request of this arm has made
-        self.fixed = fixed  # [a request's fixed cost, s]: both arms' fastest empty request (shared)
-
-    def sample(self, number: int) -> float:
-        if number == 1 and not self.calibrated:
-            self.calibrated = True
-            return self._calibrate()
-        return self.one(number)
-
-    def _empty(self) -> None:
-        """Requests of no call on both workers: the fixed cost of a request (signals, the socket, the
-        loop's setup) as the fastest of them. It is taken off every timed request before dividing by its
-        calls, so that the drawn call counts (few calls: that cost weighs more) do not pull a ratio
-        towards 1. The fastest over both arms: an arm cannot raise it above the other's."""
-        if self.me.device or not self.me.hold:
-            return  # call counts near the planned one: the cost weighs alike on both arms (as before)
-        for w in (self.me, self.other):
-            for _ in range(3):
-                self.fixed[0] = min(self.fixed[0], w.run([]).seconds)
-
-    def _calibrate(self) -> float:
-        """The warm-up: a request costs ~0.1 ms of its own (signals, the socket), so one call says little
-        about a call's time; grow the request until it lasts a few ms, as a sample will."""
-        self._empty()
-        t = self.one(1, draw=False)  # a fresh worker's first call (lazy setup, faults): not a measure
-        if t >= self.st.cfg.get("sample_s", 0.03):
-            # a call as long as a sample: one call per request whatever the warm-up says, and more calls
-            # here would spend the timing budget's pairs (a program of 0.35 s got one)
-            return t
-        n = 1
-        while True:  # best of two at each size: one slow request must not stop the growth
-            t = min(self.one(n, draw=False) for _ in range(2))
-            if n >= self.st.max_calls or t * n >= 2e-3:
-                break
-            n = min(self.st.max_calls, n * 4)
-        return min([t] + [self.one(n, draw=False) for _ in range(2)])
-
-    def _rows(self, n: int) -> tuple[list[list[int]], float]:
-        """Fresh pool contents, and each of n calls' inputs at its own offsets; the refill's seconds."""
-        pool, rng = self.st.pool, self.rng
-        t_fill = time.perf_counter()
-        pool.fill(self.make, rng.randrange(10**6, 2**31 - 10**5), slack_seed=rng.randrange(10**6, 2**31 - 10**5))
-        t_fill = time.perf_counter() - t_fill
-        per_input = [rng.sample(range(pool.positions), n) for _ in pool.specs]
-        first = rng.randrange(pool.sets)  # call c reads copy first + c: consecutive calls, other bytes
-        return [[pool.offset(i, first + c, per_input[i][c]) for i in range(len(pool.specs))] for c in range(n)], t_fill
-
-    def one(self, number: int, draw: bool = True) -> float:
-        n = max(1, min(int(number), self.st.max_calls))
-        if not draw:
-            self.primed = max(self.primed, n)
-        elif n > self.primed and not self.me.hold:
-            # a request of this many calls once, untimed, first: its output buffers (every call's is held)
-            # are allocated and faulted in before a timed request needs them
-            self.primed = n
-            self.one(n, draw=False)
-        if draw:
-            n = draw_calls(self.rng, n, self.st.max_calls, 0 if self.me.device else self.me.hold)
-        rows, t_fill = self._rows(n)
-        me, diag = self.me, self.diag
-        f0, p0 = (sandbox.faults(me.pid), time.process_time()) if diag is not None else (None, 0.0)
-        calls = me.run(rows)
-        if diag is not None:
-            f1, judge_cpu = sandbox.faults(me.pid), time.process_time() - p0
-            diag.append([self.role[0], n, calls.seconds, me.worker_s, t_fill, draw,
-                         [b - a for a, b in zip(f0, f1, strict=True)] if f0 and f1 else None, judge_cpu,
-                         sandbox.cpus(me.pid)])
-        if self.guard:
-            changed = me.state()  # untimed, after the request; both arms alike
-            if changed and self.role == "candidate":
-                raise ProcessStateChanged(changed)
-        self._check(calls, rows, n)
-        fixed = self.fixed[0] if math.isfinite(self.fixed[0]) else 0.0
-        # never below a tenth of the request: a fixed cost measured when the machine was quieter than now
-        return max(calls.seconds - fixed, 0.1 * calls.seconds) / n
-
-    def _check(self, calls: sandbox.Calls, rows: list[list[int]], n: int) -> None:
-        """A call drawn after the request among those whose outputs were kept, against the other arm's
-        on the same inputs."""
-        j = self.rng.randrange(calls.first, n)
-        mine = self.me.read_outputs(calls.outputs[j - calls.first], self.like)
-        theirs = self.other.read_outputs(self.other.run([rows[j]]).outputs[0], self.like)
-        cand, base = (mine, theirs) if self.role == "candidate" else (theirs, mine)
-        kind, msg, _, _ = compare(cand, base, 2 * self.st.atol, 2 * self.st.rtol)
-        if kind:
-            raise timing.StaleOutput(f"timed call {j + 1} of {n} of a {self.role} sample, against the other arm "
-                                     f"on the same inputs: {msg}")
-
-
-def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
-    """The two arms' Timers (see the module docstring)."""
-    cw, bw = st.workers["candidate"], st.workers["baseline"]
-    rng = random.Random(SYSRAND.getrandbits(64))
-    # evaluator.timing_diag: each request as [arm, calls, judge's s, worker's own s, fill s, timed,
-    # [worker's minor, major faults], judge's own CPU s, the CPUs the worker's threads last ran on], to
-    # split a request's time into the worker's compute and the rest (the worker's clock is no verdict)
-    diag = st.res.extra.setdefault("timing_diag", []) if st.cfg.get("timing_diag") else None
-    st.request_fixed = fixed = [math.inf]  # read back into the result (time_step)
-    # warm: the workers' setup and check requests have run both programs, an OpenCL program's
-    # first-launch build included, so their first timed calls are alike (within 1.5x on 23/23 CUDA and
-    # 22/23 OpenCL tasks on the H200) and planning from a later one-call round only made the plan
-    # noisier (16 and 19: experiments/results/bench_aa_h200.md)
-    return (timing.Timer(_Arm(st, cw, bw, "candidate", rng, diag, fixed).sample, "sandbox", warm=True),
-            timing.Timer(_Arm(st, bw, cw, "baseline", rng, diag, fixed).sample, "sandbox", warm=True))
-
-
-def time_step(st: Any) -> bool:
-    import torch
-
-    res, cfg = st.res, st.cfg
-    cand, base = timers(st)
-    # the judge makes each request's inputs (Pool.fill, the task's torch code) on one thread: with two,
-    # libgomp's second thread spins after every parallel region (GOMP_SPINCOUNT), on a core the worker's
-    # request is being timed on, and the worker's two threads then share one core for milliseconds
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        tm = timing.judged_pairs(cand, base, cfg, res)
-    except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
-        res.correct = False
-        return _fail(st, e, "timing")
-    finally:
-        torch.set_num_threads(threads)
-    if tm is None:
-        return False
-    timing.record(res, tm)
-    res.extra["timer"] = "candidate sandbox, baseline sandbox" if st.workers["baseline"].layers else \
-        "candidate sandbox, baseline worker (trusted, not sandboxed)"
-    res.extra["max_calls"] = st.max_calls
-    res.extra["sandbox_hold"] = st.workers["candidate"].hold
-    if math.isfinite(st.request_fixed[0]):
-        res.extra["request_fixed_s"] = st.request_fixed[0]
-    return True

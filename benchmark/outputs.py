@@ -16,6 +16,14 @@ def _np(t) -> np.ndarray:
     return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
 
 
+def host_view(t) -> np.ndarray:
+    """A device tensor on the CPU as a numpy view (no copy); elsewhere a host copy."""
+    try:
+        return np.from_dlpack(t)
+    except Exception:  # noqa: BLE001 - a device numpy cannot view (CUDA, OpenCL): copy to the host
+        return t.numpy()
+
+
 def compare(outs: list[np.ndarray], refs: list[np.ndarray], atol: float, rtol: float) -> tuple[str | None, str, float, float]:
     """(error_kind or None, message, max_abs_err, max_rel_err). Chunk by chunk, so no full-size
     float64 copy exists; a memory-mapped reference's compared chunks leave resident memory."""

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmark import baselines, gpu_timing, isolated, memory, process_state, sandbox, timing
+from benchmark import baselines, gpu_timing, isolated, memory, process_state, sandbox, sandbox_timing, timing
 from benchmark import refs as refstore
-from benchmark.outputs import _nbytes, _np, compare  # noqa: F401 - re-exported (rpc_runner, tests)
+from benchmark.outputs import _nbytes, _np, compare, host_view  # noqa: F401 - re-exported (rpc_runner, tests)
 from benchmark.roots import load_root
 from benchmark.task import load_task_file
 from leka import ir
@@ -253,14 +253,6 @@ def _check_seeds(st: JobState) -> list[int]:
     return seeds
 
 
-def _host_view(t) -> np.ndarray:
-    """A device tensor on the CPU as a numpy view (no copy); elsewhere a host copy."""
-    try:
-        return np.from_dlpack(t)
-    except Exception:  # noqa: BLE001 - a device numpy cannot view (CUDA, OpenCL): copy to the host
-        return t.numpy()
-
-
 def _run_candidate(st: JobState, seed: int, first: bool) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
     """(inputs, outputs) of one checked run; None once the failure is in res. The outputs are views of
     the candidate's own output tensors where the device is the CPU (one output set in memory)."""
@@ -279,12 +271,12 @@ def _run_candidate(st: JobState, seed: int, first: bool) -> tuple[list[np.ndarra
         del poison
     dev_args = runner.to_device(inputs)
     try:
-        outs = [_host_view(o) for o in runner.run_device(dev_args)]
+        outs = [host_view(o) for o in runner.run_device(dev_args)]
     except Exception as e:  # noqa: BLE001
         _err(res, "runtime", f"seed {seed}: {_short(e)}")
         return None
     for i, (a, d) in enumerate(zip(inputs, dev_args, strict=True)):
-        if not np.array_equal(a, _host_view(d), equal_nan=True):
+        if not np.array_equal(a, host_view(d), equal_nan=True):
             _err(res, "input_mutated", f"seed {seed}: the candidate wrote into input {i}")
             return None
     return inputs, outs
@@ -401,7 +393,7 @@ def _candidate_timer(st: JobState, n_sets: int) -> timing.Timer:
         return timing.tvm_timer(runner, runner.to_device(st.inputs_by_seed[0]))
 
     def check_out(k: int, out) -> None:
-        outs = [_host_view(o) for o in A.flatten_outputs(out)]  # no copy on the CPU: one output set less
+        outs = [host_view(o) for o in A.flatten_outputs(out)]  # no copy on the CPU: one output set less
         kind, msg, _, _ = compare(outs, st.refs_by_seed[k], st.atol, st.rtol)
         if kind:
             raise timing.StaleOutput(f"the last timed call of a sample, on input set {k}: {msg}")
@@ -423,7 +415,7 @@ def _baseline_check(st: JobState):
     def same_work(k: int, out) -> None:
         is_torch = isinstance(out, torch.Tensor) or (
             isinstance(out, (list, tuple)) and all(isinstance(o, torch.Tensor) for o in out))
-        outs = refstore.flat_outputs(out) if is_torch else [_host_view(o) for o in A.flatten_outputs(out)]
+        outs = refstore.flat_outputs(out) if is_torch else [host_view(o) for o in A.flatten_outputs(out)]
         compare(outs, st.refs_by_seed[k], st.atol, st.rtol)
 
     return same_work
@@ -435,7 +427,7 @@ def time_step(st: JobState) -> bool:
     if not (job.get("time") and job.get("baseline")):
         return True
     if st.sandboxed:
-        return isolated.time_step(st)
+        return sandbox_timing.time_step(st)
     if st.gpu:
         return gpu_timing.time_step(st)
     n_sets = _timing_sets(st)

@@ -223,7 +223,7 @@ def test_drawn_call_counts_leave_no_call_safe_to_skip():
     without a ring (every output kept) the count stays within 3/4 of the planned one."""
     import random
 
-    from benchmark.isolated import draw_calls
+    from benchmark.sandbox_timing import draw_calls
 
     rng = random.Random(7)
     n, most, hold = 40, 257, 3

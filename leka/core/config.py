@@ -34,7 +34,7 @@ class EvaluatorConfig(_Section):
     # timing: after each arm's first call (its one-time costs: an OpenCL program's build at first launch),
     # this many rounds of one call per arm, the last planning the samples (benchmark/timing.py _plan);
     # 0 = planned from the first calls (before issue 27's OpenCL A/A fix). In-process only: the sandboxed
-    # protocol's timers are warm and plan from their first timed calls (benchmark/isolated.py timers)
+    # protocol's timers are warm and plan from their first timed calls (benchmark/sandbox_timing.py timers)
     warmup: int = Field(1, ge=0)
     max_pairs: int = 15  # candidate/baseline timing pairs (A B A B ...)
     min_pairs: int = 3
