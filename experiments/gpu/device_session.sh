@@ -214,7 +214,9 @@ case $what in
     # (they queue for the GPU like the A/A's evaluations), the A/A itself
     check_env > "$LOGS/env.log" 2>&1 &
     (step opencl_build 150 python3 -m leka.cli opencl build --no-install-deps && touch "$WORK/opencl.ready") &
-    step gpu_fast_math 150 python3 -m pytest tests/test_gpu.py -k "rmsnorm or fast_math" -m "gpu or not slow" -q \
+    # AA_TESTS_K='' runs every GPU test (issue 26's `pytest -m gpu`) instead of the fast-math ones
+    k=${AA_TESTS_K-rmsnorm or fast_math}
+    step gpu_tests "${AA_TESTS_LIMIT:-150}" python3 -m pytest tests/test_gpu.py ${k:+-k "$k"} -m "gpu or not slow" -q \
       -p no:cacheprovider -rA &
     step aa "$(left)" python3 experiments/gpu/aa_gpu.py run --out "$WORK/aa" --rows "$OUT/aa_rows.jsonl" \
       --shards "${AA_SHARDS:-6}" --deadline-s "$(( $(left) - 15 ))" --ready "opencl=$WORK/opencl.ready" \
@@ -222,7 +224,7 @@ case $what in
     wait
     python3 experiments/gpu/aa_gpu.py render --rows "$OUT/aa_rows.jsonl" --md "$OUT/aa_table.md" > /dev/null 2>&1
     cp "$OUT/aa_rows.jsonl" "$OUT/aa_table.md" "$LOGS/" 2>/dev/null; pack
-    cat "$OUT/steps.log"; tail -3 "$LOGS/gpu_fast_math.log"; tail -40 "$OUT/aa_table.md"
+    cat "$OUT/steps.log"; tail -3 "$LOGS/gpu_tests.log"; tail -40 "$OUT/aa_table.md"
     ;;
   setup) check_env ;;
   smoke) s_smoke ;;
