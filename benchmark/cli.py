@@ -213,7 +213,7 @@ def roof_rows(p) -> list[tuple[str, ...]]:
 
 def roof_title(p) -> str:
     where = f"{p.threads} threads, " if p.device == "cpu" else ""
-    took = f", measured in {p.seconds:.1f} s" if p.seconds else ""
+    took = f" ({p.seconds:.1f} s to measure)" if p.seconds else ""
     when = f", {p.measured_at}" if p.measured_at else ""
     fma = p.fma or {}
     how = (f"; FMA: {fma['chains']} independent chains x {fma['lanes']} lanes ({fma['vector_bits']}-bit) a thread"
@@ -232,6 +232,9 @@ def roof_cmd(
     dtype: str = typer.Option("float32", "--dtype", help="float32 | float64 | float16 (CPU: where the ISA has "
                               "packed fp16 FMAs); GPU: float32 | float16"),
     threads: int = typer.Option(None, "--threads", help="CPU threads (default: the CPU's affinity set, as TVM)"),
+    budget: float = typer.Option(6.0, "--budget", help="seconds of measurement (CPU), split over FMA and the levels"),
+    max_mib: int = typer.Option(None, "--max-mib", help="cap each level's working set (MiB): a quick look only, "
+                                "the levels past the cap then measure a smaller one"),
     markdown: bool = typer.Option(False, "--markdown", help="print a markdown table"),
     as_json: bool = typer.Option(False, "--json", help="print the roof as JSON"),
 ) -> None:
@@ -249,6 +252,8 @@ def roof_cmd(
         raise UserError(f"dtype {dtype!r}: use one of {', '.join(GPU_DTYPES if gpu else CPU_DTYPES)}")
     if threads is not None and threads < 1:
         raise UserError("--threads must be >= 1")
+    if budget <= 0 or (max_mib is not None and max_mib < 1):
+        raise UserError("--budget must be > 0 and --max-mib >= 1")
     try:
         if gpu:
             if not spec.roof_device:
@@ -261,7 +266,8 @@ def roof_cmd(
                     p = calibrate.refresh_gpu(backend, dtype=dtype)
         else:
             with console.status("measuring this machine's roof (FMA, L1 .. DRAM) ..."):
-                p = calibrate.peaks(None, refresh=refresh, dtype=dtype, threads=threads)
+                p = calibrate.peaks(None, refresh=refresh, dtype=dtype, threads=threads, budget_s=budget,
+                                    max_bytes=max_mib * 2**20 if max_mib else None)
     except RoofBenchUnavailable as e:
         raise UserError(f"the roof cannot be measured here: {e}") from e
     if as_json:

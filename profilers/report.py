@@ -44,6 +44,9 @@ class KernelProfile(BaseModel):
     scheduled: bool = False  # has an L1 entry in the candidate
     l2_override: bool = False  # its code is an L2 source override (ISA counts then unknown)
     flops_source: str = "tvm"
+    # set by the router, not the profiler (agents/hw_sensing.py mark_near_roof): at or above the run's
+    # near-roof fraction, so no evaluation is spent on making it faster
+    at_roof: bool = False
 
     @property
     def per_call_s(self) -> float:
