@@ -272,7 +272,11 @@ def roof_cmd(
         raise UserError(f"the roof cannot be measured here: {e}") from e
     if as_json:
         print(p.model_dump_json(indent=1))
-        return
+    else:
+        print_roof(p, markdown)
+
+
+def print_roof(p, markdown: bool = False) -> None:
     head, rows = roof_title(p), roof_rows(p)
     if markdown:
         print(head + "\n")
