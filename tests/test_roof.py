@@ -242,3 +242,16 @@ def test_router_skips_the_near_roof_kernel_and_routes_to_the_gappy_one():
     assert load_config([], ["router.near_roof=0.9"]).router.near_roof == 0.9
     with pytest.raises(Exception, match="near_roof"):
         load_config([], ["router.near_roof=1.5"])
+
+
+@pytest.mark.gpu
+def test_gpu_roof_is_measured_with_device_kernels_and_preferred_to_the_datasheet(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    monkeypatch.setenv("LEKA_CACHE", str(tmp_path))
+    assert calibrate.peaks("cuda").source == "table"
+    p = calibrate.refresh_gpu("cuda")
+    assert p.device == "gpu" and p.source == "measured" and p.gflops > 100 and p.levels[-1].name == "DRAM"
+    again = calibrate.peaks("cuda")
+    assert again.source == "cache" and again.gflops == pytest.approx(p.gflops) and again.gbps == pytest.approx(p.gbps)
