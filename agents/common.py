@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from leka import tvm_adapter as A
+from leka.core.config import NEAR_ROOF
 from leka.ir import sched
 
 _VAR = re.compile(r"\b(v_\w+|[a-zA-Z_]\w*)\b")
@@ -161,26 +162,42 @@ def analyse(func, name: str = "") -> KernelInfo:
     return KernelInfo(name, kind, blocks, params, main.name, flops, outputs)
 
 
+def near_roof(context) -> float:
+    """The run's near-roof fraction (AgentContext.extra, from config router.near_roof)."""
+    extra = getattr(context, "extra", None) or {}
+    return float(extra.get("near_roof", NEAR_ROOF))
+
+
 def rank_kernels(funcs: dict[str, Any], profile: dict[str, Any] | None = None,
-                 scheduled: set[str] | None = None) -> list[tuple[str, float]]:
-    """Hottest first: by profiled share when a profile is given, else by estimated FLOPs.
-    Kernels already scheduled (names in `scheduled`, or profile rows with scheduled=True) go last."""
+                 scheduled: set[str] | None = None, near_roof: float = NEAR_ROOF) -> list[tuple[str, float]]:
+    """Where an edit pays most first: with a profile, by time share x distance from the measured roof
+    (share x (1 - roof fraction)); kernels at or above `near_roof` of their roof are left out (no
+    more evaluations go to them). Without a profile, by estimated FLOPs. Kernels already scheduled
+    (names in `scheduled`, or profile rows with scheduled=True) go last."""
     scheduled = set(scheduled or ())
     scores: dict[str, float] = {}
+    at_roof: set[str] = set()
     if profile and profile.get("kernels"):
         for row in profile["kernels"]:
             n = row.get("name")
             if n in funcs:
-                scores[n] = float(row.get("share") or row.get("seconds") or 0.0)
+                share = float(row.get("share") or row.get("seconds") or 0.0)
+                frac = row.get("roof_fraction")
+                if frac is not None and float(frac) >= near_roof:
+                    at_roof.add(n)
+                    continue
+                gap = 1.0 - min(1.0, max(0.0, float(frac))) if frac is not None else 1.0
+                # a kernel with no time of its own keeps its share's order among its peers
+                scores[n] = share * gap if share * gap > 0 else share * 1e-6
                 if row.get("scheduled"):
                     scheduled.add(n)
     for n, f in funcs.items():
-        if n not in scores:
+        if n not in scores and n not in at_roof:
             try:
                 scores[n] = analyse(f, n).flops * (1e-12 if profile and profile.get("kernels") else 1.0)
             except Exception:  # noqa: BLE001 - an unanalysable kernel is ranked last, not fatal
                 scores[n] = 0.0
-    order = sorted(funcs, key=lambda n: (n in scheduled, -scores[n], n))
+    order = sorted(scores, key=lambda n: (n in scheduled, -scores[n], n))
     return [(n, scores[n]) for n in order]
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from leka.core.config import NEAR_ROOF
 from leka.core.levels import LEVEL_SPECS, behaviour, level_names, routing_modes
 from leka.core.protocols import AgentContext
 from leka.core.types import Edit
@@ -48,6 +49,7 @@ W_NOVELTY = 0.15  # bonus for a level with no node in the run yet (context.extra
 # scores for all of them; a level whose payoff only shows once tried (an NHWC graph, a micro-kernel)
 # then never gets its chance. Four = the root plus one expansion of the level the profile chose.
 COVERAGE_EVALS = 4
+# a kernel at or above NEAR_ROOF of its measured roof gets no more evaluations (config router.near_roof)
 # check failures a graph-level rewrite can repair (the numbers are wrong, the program runs)
 NUMERIC_FAILURES = ("nan", "mismatch")
 
@@ -150,8 +152,26 @@ def _score_l2(hot) -> tuple[float, str]:
 
 
 def _movers(report: ProfileReport) -> list:
-    """The kernels that compute (layout copies are L0's evidence), hottest first."""
-    return [k for k in report.kernels if k.kind != "layout"]
+    """The kernels that compute (layout copies are L0's evidence), hottest first; a kernel at its
+    roof (`at_roof`, mark_near_roof) is no evidence for L1 or L2: making it faster is not possible."""
+    return [k for k in report.kernels if k.kind != "layout" and not k.at_roof]
+
+
+def mark_near_roof(report: ProfileReport, near_roof: float = NEAR_ROOF) -> ProfileReport:
+    """A copy of `report` whose kernels at or above `near_roof` of their roof are marked `at_roof`.
+    Evaluations then go by time share x distance from the roof (every score's weight is share x
+    (1 - roof fraction)), and none to a marked kernel. L0's evidence keeps them: fusing a kernel that
+    is at its roof still removes its whole time."""
+    kernels = [k.model_copy(update={"at_roof": k.roof_fraction >= near_roof}) for k in report.kernels]
+    return report.model_copy(update={"kernels": kernels})
+
+
+def roof_gap_note(report: ProfileReport) -> str:
+    at = [k for k in report.kernels if k.at_roof and k.kind != "layout"]
+    if not at:
+        return ""
+    return (f" [{len(at)} kernel(s) at their roof, left alone: {at[0].name} at {_pct(at[0].roof_fraction)}, "
+            f"{_pct(sum(k.share for k in at))} of time]")
 
 
 # the level table's scores (LevelSpec.score): (report, tuner) -> (score, evidence)
@@ -180,7 +200,11 @@ class HardwareSensingAgent:
 
     level = "router"
 
-    def __init__(self, mode: str = "profile", layers: str | Sequence[str] | None = None, seed: int = 0):
+    def __init__(self, mode: str = "profile", layers: str | Sequence[str] | None = None, seed: int = 0,
+                 near_roof: float = NEAR_ROOF):
+        if not 0.0 < near_roof <= 1.0:
+            raise ValueError(f"near_roof {near_roof}: a fraction of the roof in (0, 1]")
+        self.near_roof = near_roof
         if mode not in routing_modes():
             raise ValueError(f"unknown routing mode {mode!r}; use one of {', '.join(routing_modes())}")
         self.mode = mode
@@ -247,7 +271,11 @@ class HardwareSensingAgent:
                                     "rewrite (pow -> multiply, decomposition) changes the arithmetic itself")
             lv = "L1" if "L1" in self.layers else self.layers[0]
             return Route(level=lv, reason=f"no profile to read: default {lv}", mode=self.mode)
+        report = mark_near_roof(report, self.near_roof)
         scored = score_levels(report, tuner=bool(context is not None and context.extra.get("tuner")))
+        note = roof_gap_note(report)
+        if note:
+            scored = {lv: (s0, why + note) for lv, (s0, why) in scored.items()}
         # exploration across levels: a level the run has not tried at all gets a bonus, so a level
         # whose payoff only shows once tried (an L2 micro-kernel after L1 tiling) is not starved
         counts = (context.extra.get("level_counts") if context is not None else None) or {}

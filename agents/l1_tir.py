@@ -29,6 +29,7 @@ from agents.common import (
     analyse,
     divisors,
     lowered_funcs,
+    near_roof,
     rank_kernels,
     validate_trace,
     vector_factor,
@@ -390,7 +391,7 @@ class RuleL1Agent:
         funcs = lowered_funcs(candidate, target, self.root_params)
         keys = {n: A.structural_hash(f) for n, f in funcs.items()}
         scheduled = {n for n, k in keys.items() if k in candidate.l1}
-        ranked = rank_kernels(funcs, context.profile, scheduled)
+        ranked = rank_kernels(funcs, context.profile, scheduled, near_roof=near_roof(context))
         edits: list[Edit] = []
         batch = self._batch(funcs, keys, ranked, scheduled, lanes, context, target_for(candidate))
         if batch is not None:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.common import lowered_funcs, rank_kernels
+from agents.common import lowered_funcs, near_roof, rank_kernels
 from leka import tvm_adapter as A
 from leka.core.protocols import Agent, AgentContext
 from leka.core.types import Edit, edit_digest
@@ -148,7 +148,7 @@ class TunerL1Agent:
         target = self._target(context)
         funcs = lowered_funcs(candidate, target, self.root_params)
         keys = {n: A.structural_hash(f) for n, f in funcs.items()}
-        ranked = [n for n, _ in rank_kernels(funcs, context.profile)]
+        ranked = [n for n, _ in rank_kernels(funcs, context.profile, near_roof=near_roof(context))]
         if context.profile and context.profile.get("kernels"):
             # by measured time only: the rank puts scheduled kernels last, the tool wants the hottest
             ranked.sort(key=lambda n: -(self._share(n, context.profile) or 0.0))

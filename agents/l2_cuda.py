@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from agents.common import rank_kernels
+from agents.common import near_roof, rank_kernels
 from leka import tvm_adapter as A
 from leka.core.protocols import AgentContext
 from leka.core.types import Edit, edit_digest
@@ -89,7 +89,7 @@ class RuleCudaL2Agent:
         funcs = A.prim_funcs(layers.scheduled)
         edits: list[Edit] = []
         want = max(1, context.variants)
-        for name, score in rank_kernels(funcs, context.profile)[: self.max_kernels]:
+        for name, score in rank_kernels(funcs, context.profile, near_roof=near_roof(context))[: self.max_kernels]:
             if layers.l2_keys[name] in candidate.l2:
                 continue  # already overridden: its text is the agent's, not TVM's
             try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from agents.common import rank_kernels
+from agents.common import near_roof, rank_kernels
 from leka import ir
 from leka import tvm_adapter as A
 from leka.core.protocols import AgentContext
@@ -90,7 +90,7 @@ class OpenCLRuleL2Agent:
         funcs = A.prim_funcs(layers.scheduled)
         edits: list[Edit] = []
         tried = 0
-        for name, score in rank_kernels(funcs, context.profile):
+        for name, score in rank_kernels(funcs, context.profile, near_roof=near_roof(context)):
             if tried >= self.max_kernels or len(edits) >= max(1, context.variants):
                 break
             if layers.l2_keys.get(name) in candidate.l2:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.common import KernelInfo, analyse, lowered_funcs, rank_kernels
+from agents.common import KernelInfo, analyse, lowered_funcs, near_roof, rank_kernels
 from leka import tvm_adapter as A
 from leka.backends import get_backend
 from leka.core.protocols import AgentContext
@@ -404,7 +404,7 @@ class RuleL2Agent:
         target = A.make_target(self.backend, num_cores=context.num_cores or None)
         lanes = context.vector_lanes or A.vector_lanes_fp32(target)
         funcs = lowered_funcs(candidate, target, self.root_params)
-        ranked = rank_kernels(funcs, context.profile)
+        ranked = rank_kernels(funcs, context.profile, near_roof=near_roof(context))
         edits: list[Edit] = []
         tried = 0
         for name, score in ranked:

@@ -1,4 +1,4 @@
-"""`leka bench ...`: list tasks, evaluate a task or a candidate file, tune and cache baselines."""
+"""`leka bench ...`: list tasks, evaluate a task or a candidate file, tune and cache baselines, measure the roof."""
 
 from __future__ import annotations
 
@@ -191,4 +191,103 @@ def baseline_cmd(
                 tab.add_row(t.id, f"failed: {type(e).__name__}: {str(e).splitlines()[0][:80]}", "-", "-")
                 continue
         tab.add_row(t.id, "reused (cache)" if reused else "tuned", f"{time.time() - t0:.1f}", str(d))
+    console.print(tab)
+
+
+def roof_rows(p) -> list[tuple[str, ...]]:
+    """The roof as rows (what `bench roof` prints, as a table or markdown)."""
+    def gb(x: float | None) -> str:
+        return "-" if x is None else f"{x:.1f}"
+
+    def cap(n: int) -> str:
+        return "-" if not n else f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
+
+    rows = [(f"FMA {p.dtype}", "-", f"{p.gflops:.1f} GFLOP/s", "-", "-", "-")]
+    for lv in p.levels:
+        rows.append((lv.name, cap(lv.capacity), f"{lv.gbps:.1f} GB/s", gb(lv.read_gbps), gb(lv.copy_gbps),
+                     gb(lv.triad_gbps)))
+    if not p.levels:
+        rows.append(("DRAM", "-", f"{p.gbps:.1f} GB/s", "-", "-", "-"))
+    return rows
+
+
+def roof_title(p) -> str:
+    where = f"{p.threads} threads, " if p.device == "cpu" else ""
+    took = f" ({p.seconds:.1f} s to measure)" if p.seconds else ""
+    when = f", {p.measured_at}" if p.measured_at else ""
+    fma = p.fma or {}
+    how = (f"; FMA: {fma['chains']} independent chains x {fma['lanes']} lanes ({fma['vector_bits']}-bit) a thread"
+           if {"chains", "lanes", "vector_bits"} <= fma.keys() else "")
+    return (f"{p.model or p.cpu}: {where}{p.dtype}; {p.source}{took}{when}; key {p.cpu}; "
+            f"ridge {p.ridge:.1f} FLOP/byte (DRAM){how}")
+
+
+ROOF_COLUMNS = ("level", "capacity (all threads)", "roof", "read GB/s", "copy GB/s", "triad GB/s")
+
+
+@app.command("roof")
+def roof_cmd(
+    backend: str = backend_option(),
+    refresh: bool = typer.Option(False, "--refresh", help="measure again (else: the cached roof of this machine)"),
+    dtype: str = typer.Option("float32", "--dtype", help="float32 | float64 | float16 (CPU: where the ISA has "
+                              "packed fp16 FMAs); GPU: float32 | float16"),
+    threads: int = typer.Option(None, "--threads", help="CPU threads (default: the CPU's affinity set, as TVM)"),
+    budget: float = typer.Option(6.0, "--budget", help="seconds of measurement (CPU), split over FMA and the levels"),
+    max_mib: int = typer.Option(None, "--max-mib", help="cap each level's working set (MiB): a quick look only, "
+                                "the levels past the cap then measure a smaller one"),
+    markdown: bool = typer.Option(False, "--markdown", help="print a markdown table"),
+    as_json: bool = typer.Option(False, "--json", help="print the roof as JSON"),
+) -> None:
+    """This machine's roof: peak FMA throughput at the thread count and dtype, streaming bandwidth
+    (read / copy / triad) per cache level and DRAM; measured once (under 20 s) and cached per machine
+    key (CPU model, thread count, dtype). On a GPU backend: torch matmul and device copies, on that
+    GPU. Profiles, reports and the router read the cached roof. Time it on a quiet machine."""
+    from leka.backends import get_backend
+    from profilers import calibrate
+    from profilers.roof_bench import CPU_DTYPES, GPU_DTYPES, RoofBenchUnavailable
+
+    spec = get_backend(backend)
+    gpu = bool(spec.peaks)
+    if dtype not in (GPU_DTYPES if gpu else CPU_DTYPES):
+        raise UserError(f"dtype {dtype!r}: use one of {', '.join(GPU_DTYPES if gpu else CPU_DTYPES)}")
+    if threads is not None and threads < 1:
+        raise UserError("--threads must be >= 1")
+    if budget <= 0 or (max_mib is not None and max_mib < 1):
+        raise UserError("--budget must be > 0 and --max-mib >= 1")
+    try:
+        if gpu:
+            if not spec.roof_device:
+                raise UserError(f"the {backend} roof is not measured here (no device kernels for it): "
+                                "profiles use its datasheet table")
+            _check_backend(backend)
+            p = calibrate.peaks(backend, dtype=dtype)
+            if refresh or p.source == "table":
+                with console.status(f"measuring the {backend} roof ({dtype}) ..."):
+                    p = calibrate.refresh_gpu(backend, dtype=dtype)
+        else:
+            with console.status("measuring this machine's roof (FMA, L1 .. DRAM) ..."):
+                p = calibrate.peaks(None, refresh=refresh, dtype=dtype, threads=threads, budget_s=budget,
+                                    max_bytes=max_mib * 2**20 if max_mib else None)
+    except RoofBenchUnavailable as e:
+        raise UserError(f"the roof cannot be measured here: {e}") from e
+    if as_json:
+        print(p.model_dump_json(indent=1))
+    else:
+        print_roof(p, markdown)
+
+
+def print_roof(p, markdown: bool = False) -> None:
+    head, rows = roof_title(p), roof_rows(p)
+    if markdown:
+        print(head + "\n")
+        print("| " + " | ".join(ROOF_COLUMNS) + " |")
+        print("|" + "---|" * len(ROOF_COLUMNS))
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+        return
+    tab = Table(title=head)
+    for col in ROOF_COLUMNS:
+        tab.add_column(col)
+    for r in rows:
+        tab.add_row(*r)
     console.print(tab)

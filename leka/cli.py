@@ -23,7 +23,7 @@ def _mount() -> None:
     app.add_typer(opencl_app, name="opencl", help="OpenCL runtime plugin: build it from a TVM source folder.")
     from benchmark.cli import app as bench_app
 
-    app.add_typer(bench_app, name="bench", help="EdgeKernelBench: list tasks, evaluate, tune baselines.")
+    app.add_typer(bench_app, name="bench", help="EdgeKernelBench: list tasks, evaluate, tune baselines, measure the roof.")
     from candidate_tree.cli import app as tree_app
     app.add_typer(tree_app, name="tree", help="Candidate tree: show nodes, best-k, lineage; export HTML/JSON.")
     from leka.exp.cli import app as exp_app

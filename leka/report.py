@@ -65,6 +65,7 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         "policy": cfg.run.policy, "routing": cfg.run.routing, "layers": cfg.run.layers, "seed": cfg.run.seed,
         "route_reasons": [n.route_reason for n in nodes if n.route_reason][:50],
     }
+    summary.update(roof_summary(best_node))
     if cfg.baseline.kind == "untuned":  # the old key, kept only where its name is true
         summary["best_speedup_vs_untuned"] = summary["best_speedup"]
     if cfg.tuner.enabled:
@@ -73,6 +74,35 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         summary["llm"] = {**ledger.to_dict(records=False), "by_agent": llm_by_tag(ledger)}
         summary["llm_nodes"] = {lv: sum(1 for n in nodes if n.level == lv and n.meta.get("llm_usage")) for lv in level_names()}
     return summary
+
+
+def roof_summary(node) -> dict[str, Any]:
+    """The node's place under the measured roof (profilers/roof.py): its SOL time from its profile,
+    the fraction of the roof its judged time reaches, and the SOL score against the run's baseline
+    (1 at the roof, 0.5 at the baseline). {} without a timed result and a profile with roofs."""
+    from profilers.roof import task_roof
+
+    r = getattr(node, "result", None)
+    if node is None or r is None or not node.profile or not r.t_candidate_s:
+        return {}
+    tr = task_roof(node.profile, measured_s=r.t_candidate_s, baseline_s=r.t_baseline_s)
+    if tr is None:
+        return {}
+    return {"best_roof_fraction": round(tr.fraction, 4), "best_sol_score": None if tr.sol is None else round(tr.sol, 4),
+            "best_roof_s": tr.roof_s, "best_t_s": tr.measured_s, "best_roof_bound": tr.bound,
+            "roof": f"{tr.peaks_key} ({tr.peaks_source})"}
+
+
+def roof_line(summary: dict[str, Any]) -> str | None:
+    """The report's line on the roof, None when the run has no roof figures."""
+    from profilers.roof import fmt_fraction, fmt_sol
+
+    if summary.get("best_roof_fraction") is None:
+        return None
+    return (f"- roof: at {fmt_fraction(summary['best_roof_fraction'])} of the measured roof "
+            f"({summary.get('best_roof_bound', '?')}-bound; {summary['best_roof_s'] * 1e3:.3f} ms at the roof, "
+            f"{summary['best_t_s'] * 1e3:.3f} ms judged); SOL score {fmt_sol(summary.get('best_sol_score'))} "
+            f"(1 at the roof, 0.5 at {summary['baseline']}); roof {summary.get('roof', '?')}")
 
 
 def export_best(run_dir: Path, task: Task, tree: Tree, best_node, evaluator) -> dict[str, str]:
@@ -124,6 +154,7 @@ def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger
               f"({round(100 * summary.get('ci_level', 0.95))}% interval; faster, its lower bound above 1: "
               f"{summary.get('best_faster', False)}), correct: {summary['best_correct']}"
               + (" - timed on a loaded machine" if summary.get("best_loaded") else ""),
+              *([line] if (line := roof_line(summary)) else []),
               f"- loaded machine: {summary.get('loaded_evaluations', 0)} of {summary.get('timed_evaluations', 0)} "
               "timed evaluations ran while other processes used the CPU (their intervals carry that noise)",
               f"- nodes: {summary['nodes_total']} ({', '.join(f'{k} {v}' for k, v in summary['nodes_by_level'].items())}); "
@@ -174,11 +205,14 @@ def summary_table(s: dict[str, Any]) -> Table:
     t.add_column("metric")
     t.add_column("value")
     from benchmark.stats import fmt_interval
+    from profilers.roof import fmt_fraction, fmt_sol
 
     sp = s.get("best_speedup")
     rows = [("best node", s.get("best_node")),
             (f"best speedup vs {s.get('baseline')}",
              fmt_interval(sp, s.get("best_speedup_lo"), s.get("best_speedup_hi")) if sp else "n/a"),
+            ("fraction of roof / SOL score",
+             f"{fmt_fraction(s.get('best_roof_fraction'))} / {fmt_sol(s.get('best_sol_score'))}"),
             ("loaded evaluations", f"{s.get('loaded_evaluations', 0)} of {s.get('timed_evaluations', 0)}"),
             ("best correct", s.get("best_correct")), ("nodes by level", s.get("nodes_by_level")),
             ("evaluations", s.get("evaluations")), ("budget used", f"{s.get('budget_used_s', 0):.0f} s"),

@@ -1,15 +1,20 @@
-"""This machine's roofs: peak GFLOP/s (fp32 GEMM) and GB/s (streaming copy), measured once and cached.
+"""This machine's roof, measured once and cached: peak FMA GFLOP/s at the run's thread count and dtype,
+and streaming GB/s per cache level and DRAM (`profilers/roof_bench.py` measures; `leka bench roof`
+prints it).
 
-The compute roof is torch's fp32 GEMM at the thread count TVM uses here (the CPU's affinity set):
-what a well-tuned kernel reaches, a fair "100%". The memory roof is the best of a large numpy copy,
-a numpy triad and a threaded torch copy, on arrays far bigger than the last-level cache. The result
-is cached as JSON under `<cache>/calibration/<cpu>.json` (the cache home: `$LEKA_CACHE`, `.leka-cache/`
-in a checkout, the user's cache when installed; leka/backends/paths.py) and re-used; `refresh=True` measures again. GPUs are not measured here (the profiler
-may run on a machine without one): their roofs come from a datasheet table.
+The cache is one JSON file per machine key under `<cache>/calibration/` (the cache home: `$LEKA_CACHE`,
+`.leka-cache/` in a checkout, the user's cache when installed; leka/backends/paths.py). The key is the
+CPU model (/proc/cpuinfo), a short hash of its flags and cache sizes (VMs often report one generic
+model name for different hosts), the thread count and the dtype; `refresh=True` measures again. A
+miss measures under a file lock, so parallel evaluations measure once. GPUs: a roof measured with
+torch on the device (`leka bench roof --backend cuda`, cached by arch and dtype) when there is one,
+else the datasheet table of the backend (`source="table"`).
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import platform
@@ -17,95 +22,189 @@ import re
 import time
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from leka.backends import get_backend
 from leka.backends.paths import cache_home
 
 
+class BandLevel(BaseModel):
+    """Streaming bandwidth of one memory level, and how much the threads can keep in it together."""
+
+    name: str  # L1 | L2 | LLC | DRAM (GPU: L2 | DRAM)
+    capacity: int = 0  # bytes the run's threads hold in this level together; 0 = unbounded (DRAM)
+    read_gbps: float | None = None  # sum of an array
+    copy_gbps: float | None = None  # c = a
+    triad_gbps: float | None = None  # a = b + k c
+
+    @property
+    def gbps(self) -> float:
+        """The level's roof: the best of its streaming kernels (a kernel that mostly reads can reach
+        the read figure, so the roof is that of the best pattern, not of triad alone)."""
+        return max(x for x in (self.read_gbps, self.copy_gbps, self.triad_gbps, 0.0) if x is not None)
+
+
 class Peaks(BaseModel):
-    gflops: float
-    gbps: float
+    gflops: float  # peak FMA throughput at `dtype` (GPU: matmul)
+    gbps: float  # DRAM (the slowest level)
     source: str  # "measured" | "cache" | "table"
-    cpu: str  # the machine key the numbers belong to (cache file name)
+    cpu: str  # the machine key the numbers belong to (cache file name; GPUs: the datasheet name)
     threads: int = 1
     seconds: float = 0.0  # how long the measurement took
+    dtype: str = "float32"
+    model: str = ""  # lscpu's model name / the GPU's name
+    device: str = "cpu"  # cpu | gpu
+    levels: list[BandLevel] = Field(default_factory=list)  # smallest first, DRAM last
+    fma: dict = Field(default_factory=dict)  # the FMA measurement's details (lanes, vector bits, chains)
+    measured_at: str = ""  # UTC, ISO 8601
 
     @property
     def ridge(self) -> float:
         """FLOPs per byte where the memory roof meets the compute roof."""
         return self.gflops / max(self.gbps, 1e-9)
 
+    def level_for(self, nbytes: float) -> tuple[str, float]:
+        """(level, GB/s) of the smallest level the working set fits in; DRAM (or the only bandwidth
+        known) otherwise. A kernel timed over and over keeps a working set that fits in its cache."""
+        for lv in self.levels:
+            if lv.capacity and nbytes <= lv.capacity and lv.gbps > 0:
+                return lv.name, lv.gbps
+        return "DRAM", self.gbps
+
 
 def cache_dir() -> Path:
     return cache_home() / "calibration"
 
 
-def cpu_key(threads: int | None = None) -> str:
-    from leka import tvm_adapter as A
-
-    threads = threads or len(os.sched_getaffinity(0))
-    name = A.cpu_target(threads).attrs.get("mcpu", "") or platform.processor() or platform.machine()
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{name}-{threads}t")
-
-
-def _best(fn, reps: int) -> float:
-    fn()  # warm-up: page faults and thread-pool start-up are not bandwidth
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def measure(threads: int, budget_s: float = 3.0) -> tuple[float, float]:
-    """(GFLOP/s, GB/s), best of a few repetitions; sizes fit a few-second budget on a small CPU."""
-    import numpy as np
-    import torch
-
-    old = torch.get_num_threads()
-    torch.set_num_threads(threads)
+def cpu_model() -> str:
     try:
-        n = 1024
-        a, b, c = torch.randn(n, n), torch.randn(n, n), torch.empty(n, n)
-        t = _best(lambda: torch.mm(a, b, out=c), reps=6)
-        gflops = 2 * n**3 / t / 1e9
-        elems = 1 << 24  # 64 MiB per fp32 array: well past any last-level cache of an edge CPU
-        x, y, z = np.ones(elems, np.float32), np.ones(elems, np.float32), np.empty(elems, np.float32)
-        copy = 2 * x.nbytes / _best(lambda: np.copyto(z, x), reps=4)
-        triad = 3 * x.nbytes / _best(lambda: np.add(x, y, out=z), reps=4)
-        tx, tz = torch.from_numpy(x), torch.from_numpy(z)
-        tcopy = 2 * x.nbytes / _best(lambda: tz.copy_(tx), reps=4)
-        gbps = max(copy, triad, tcopy) / 1e9
-    finally:
-        torch.set_num_threads(old)
-    return gflops, gbps
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
-def peaks(target=None, refresh: bool = False) -> Peaks:
-    """Roofs for `target` (a tvm Target, a backend name, or None for this CPU)."""
-    kind = getattr(getattr(target, "kind", None), "name", target) or "llvm"
-    spec = get_backend(kind)
-    if spec.peaks:  # datasheet roofs of a device not measured here (leka.backends)
-        arch = str(getattr(target, "attrs", {}).get("arch", "")) or spec.default_arch
-        name, gf, bw = spec.peaks.get(arch, spec.peaks[spec.default_arch])
-        return Peaks(gflops=gf, gbps=bw, source="table", cpu=name)
-    threads = len(os.sched_getaffinity(0))
-    key = cpu_key(threads)
-    path = cache_dir() / f"{key}.json"
-    if path.is_file() and not refresh:
-        try:
-            p = Peaks.model_validate_json(path.read_text())
-            return p.model_copy(update={"source": "cache"})
-        except ValueError:
-            pass  # a corrupt cache file is measured over
+def _fingerprint() -> str:
+    """Flags and cache sizes: what tells two hosts apart that report the same model name."""
+    from profilers.roof_bench import cache_levels
+
+    flags = ""
+    try:
+        flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                      if ln.startswith(("flags", "Features"))), "")
+    except OSError:
+        pass
+    text = flags + json.dumps(cache_levels()) + platform.machine()
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _clean(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_")
+
+
+def cpu_key(threads: int | None = None, dtype: str = "float32") -> str:
+    threads = threads or len(os.sched_getaffinity(0))
+    return _clean(f"{cpu_model()}-{_fingerprint()}-{threads}t-{dtype}")
+
+
+def gpu_key(backend: str, arch: str, dtype: str = "float32") -> str:
+    return _clean(f"{backend}-{arch}-{dtype}")
+
+
+def measure_cpu(threads: int, dtype: str = "float32", budget_s: float = 6.0,
+                max_bytes: int | None = None) -> Peaks:
+    """FMA at `dtype` and read / copy / triad per level, in a child process (roof_bench). `budget_s`
+    is split over the measurements; `max_bytes` caps a level's working set (tests)."""
+    from profilers import roof_bench as R
+
     t0 = time.perf_counter()
-    gflops, gbps = measure(threads)
-    p = Peaks(gflops=gflops, gbps=gbps, source="measured", cpu=key, threads=threads,
-              seconds=time.perf_counter() - t0)
+    f = R.fma(dtype, threads, seconds=budget_s * 0.15)
+    if "error" in f:
+        raise R.RoofBenchUnavailable(f"{dtype}: {f['error']}")
+    plan = R.level_plan(R.cache_levels(), threads)
+    levels = []
+    per_level = budget_s * 0.85 / len(plan)
+    for lv in plan:
+        elems = lv["elems_per_thread"] if max_bytes is None else min(lv["elems_per_thread"], max_bytes // 12 // threads)
+        s = R.stream(elems, threads, seconds=per_level)
+        levels.append(BandLevel(name=lv["name"], capacity=lv["capacity"], read_gbps=s["read"],
+                                copy_gbps=s["copy"], triad_gbps=s["triad"]))
+    return Peaks(gflops=f["gflops"], gbps=levels[-1].gbps, source="measured", cpu=cpu_key(threads, dtype),
+                 threads=threads, seconds=round(time.perf_counter() - t0, 2), dtype=dtype, model=cpu_model(),
+                 levels=levels, fma={k: f[k] for k in ("lanes", "vector_bits", "chains") if k in f},
+                 measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+
+def measure_gpu(backend: str, arch: str, dtype: str = "float32") -> Peaks:
+    """The torch device of `backend` (its table's `roof_device`): matmul and copy (gpu only)."""
+    from profilers import roof_bench as R
+
+    t0 = time.perf_counter()
+    g = R.measure_gpu(dtype, device=get_backend(backend).roof_device)
+    levels = [BandLevel(name=lv["name"], capacity=lv["capacity"], copy_gbps=lv["copy"]) for lv in g["levels"]]
+    return Peaks(gflops=g["gflops"], gbps=levels[-1].gbps if levels else 0.0, source="measured",
+                 cpu=gpu_key(backend, arch, dtype), seconds=round(time.perf_counter() - t0, 2), dtype=dtype,
+                 model=g["name"], device="gpu", levels=levels,
+                 measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+
+def _read(path: Path) -> Peaks | None:
+    if not path.is_file():
+        return None
+    try:
+        return Peaks.model_validate_json(path.read_text()).model_copy(update={"source": "cache"})
+    except ValueError:
+        return None  # a corrupt or old-format file is measured over
+
+
+def _write(path: Path, p: Peaks) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(p.model_dump(), indent=1))
     tmp.replace(path)  # atomic: parallel evaluations never read half a file
+
+
+def _arch(target, spec) -> str:
+    return str(getattr(target, "attrs", {}).get("arch", "")) or spec.default_arch
+
+
+def peaks(target=None, refresh: bool = False, dtype: str = "float32", threads: int | None = None,
+          measure: bool = True, budget_s: float = 6.0, max_bytes: int | None = None) -> Peaks:
+    """Roofs for `target` (a tvm Target, a backend name, or None for this CPU). CPU: cached, else
+    measured now (`measure=False`: a miss raises FileNotFoundError instead). GPU: the roof measured
+    for that arch when `leka bench roof --backend` cached one, else the datasheet; never measured here
+    (the profiler may run where the device is not)."""
+    kind = getattr(getattr(target, "kind", None), "name", target) or "llvm"
+    spec = get_backend(kind)
+    if spec.peaks:  # a device: measured on its host by `leka bench roof --backend`, else the datasheet
+        arch = _arch(target, spec)
+        cached = None if refresh else _read(cache_dir() / f"{gpu_key(kind, arch, dtype)}.json")
+        if cached is not None:
+            return cached
+        name, gf, bw = spec.peaks.get(arch, spec.peaks[spec.default_arch])
+        return Peaks(gflops=gf, gbps=bw, source="table", cpu=name, device="gpu", dtype=dtype)
+    threads = threads or len(os.sched_getaffinity(0))
+    path = cache_dir() / f"{cpu_key(threads, dtype)}.json"
+    if not refresh and (p := _read(path)) is not None:
+        return p
+    if not measure:
+        raise FileNotFoundError(f"no measured roof at {path}: run `leka bench roof`")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one measurement at a time; the others then read it
+        if not refresh and (p := _read(path)) is not None:
+            return p
+        p = measure_cpu(threads, dtype, budget_s=budget_s, max_bytes=max_bytes)
+        _write(path, p)
+    return p
+
+
+def refresh_gpu(backend: str, target=None, dtype: str = "float32") -> Peaks:
+    """Measure the device roof of `backend` and cache it (what `leka bench roof --backend cuda` runs)."""
+    spec = get_backend(backend)
+    arch = _arch(target, spec)
+    p = measure_gpu(backend, arch, dtype)
+    _write(cache_dir() / f"{gpu_key(backend, arch, dtype)}.json", p)
     return p

@@ -90,16 +90,20 @@ def _kernel(name: str, seconds: float, calls: int, denom: float, info: dict[str,
     gflops = flops / per_call / 1e9 if per_call > 0 else 0.0
     gbps = nbytes / per_call / 1e9 if per_call > 0 else 0.0
     intensity = flops / nbytes if nbytes else 0.0
+    # the bandwidth of the level its working set fits in (timed over and over, it stays there)
+    level, bw = pk.level_for(nbytes)
+    t_compute, t_memory = flops / (pk.gflops * 1e9) if pk.gflops else 0.0, nbytes / (bw * 1e9) if bw else 0.0
+    roof_s = max(t_compute, t_memory)  # the speed-of-light time of one call
+    frac = roof_s / per_call if per_call > 0 else 0.0
     if flops > 0:
-        roof = min(pk.gflops, intensity * pk.gbps)
-        frac = gflops / roof if roof > 0 else 0.0
-        bound = "compute" if intensity * pk.gbps >= pk.gflops else "memory"
+        roof = min(pk.gflops, intensity * bw)
+        bound = "compute" if t_compute >= t_memory else "memory"
     else:  # a data mover: its roof is the bandwidth
-        roof, frac, bound = 0.0, gbps / pk.gbps if pk.gbps else 0.0, "memory"
+        roof, bound = 0.0, "memory"
     return KernelProfile(
         name=name, seconds=seconds, share=seconds / denom if denom > 0 else 0.0, calls=calls, flops=flops,
         bytes=nbytes, gflops=gflops, gbps=gbps, intensity=intensity, roof_gflops=roof, roof_fraction=frac,
-        bound=bound, kind=str(info.get("kind", "extern")), scheduled=scheduled, l2_override=l2,
+        roof_s=roof_s, level=level, bound=bound, kind=str(info.get("kind", "extern")), scheduled=scheduled, l2_override=l2,
         vector_insns=None if isa is None else isa["vector_insns"],
         vector_fma=None if isa is None else isa["vector_fma"],
         scalar_fma=None if isa is None else isa["scalar_fma"],

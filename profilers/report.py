@@ -32,8 +32,10 @@ class KernelProfile(BaseModel):
     gflops: float
     gbps: float
     intensity: float  # flops / byte
-    roof_gflops: float  # min(peak compute, intensity x peak bandwidth)
-    roof_fraction: float  # achieved / roof (for data movers: achieved GB/s / peak GB/s)
+    roof_gflops: float  # min(peak compute, intensity x the bandwidth of its level)
+    roof_fraction: float  # roof time / measured time of a call (= achieved / roof rate)
+    roof_s: float = 0.0  # speed-of-light time of one call: max(flops / peak, bytes / level bandwidth)
+    level: str = "DRAM"  # the memory level its working set (bytes) fits in (Peaks.level_for)
     bound: Literal["compute", "memory"]
     kind: str
     vector_insns: int | None = None  # packed fp arithmetic on ymm/zmm in the kernel's asm (CPU)
@@ -42,6 +44,9 @@ class KernelProfile(BaseModel):
     scheduled: bool = False  # has an L1 entry in the candidate
     l2_override: bool = False  # its code is an L2 source override (ISA counts then unknown)
     flops_source: str = "tvm"
+    # set by the router, not the profiler (agents/hw_sensing.py mark_near_roof): at or above the run's
+    # near-roof fraction, so no evaluation is spent on making it faster
+    at_roof: bool = False
 
     @property
     def per_call_s(self) -> float:
@@ -74,6 +79,16 @@ class ProfileReport(BaseModel):
                 return k
         return None
 
+    @property
+    def roof_s(self) -> float:
+        """Speed-of-light time of one iteration: every kernel call at its roof (profilers/roof.py)."""
+        return sum(k.roof_s * k.calls for k in self.kernels)
+
+    @property
+    def measured_s(self) -> float:
+        """The iteration's measured time: its wall time, or the kernels' sum where that is larger."""
+        return max(self.total_s, sum(k.seconds for k in self.kernels))
+
     def share_of(self, *kinds: str) -> float:
         return sum(k.share for k in self.kernels if k.kind in kinds)
 
@@ -88,17 +103,20 @@ class ProfileReport(BaseModel):
         if self.peak_rss_bytes is not None:
             mem.append(f"peak RSS {_mib(self.peak_rss_bytes)}")
         if self.peaks is not None:
-            mem.append(f"roofs {self.peaks.gflops:.0f} GFLOP/s, {self.peaks.gbps:.1f} GB/s "
+            mem.append(f"roofs {self.peaks.gflops:.0f} GFLOP/s, {self.peaks.gbps:.1f} GB/s DRAM "
                        f"({self.peaks.source}, {self.peaks.cpu})")
+        if self.roof_s > 0 and self.measured_s > 0:
+            mem.append(f"task at {self.roof_s / self.measured_s:.1%} of its roof "
+                       f"({self.roof_s * 1e3:.3f} ms at the roof)")
         if mem:
             head.append(", ".join(mem))
         rows = [f"{'kernel':44s} {'kind':14s} {'share':>5s} {'ms':>8s} {'calls':>5s} "
-                f"{'GFLOP/s':>8s} {'GB/s':>6s} {'%roof':>6s} {'bound':7s} {'vFMA':>5s} sched"]
+                f"{'GFLOP/s':>8s} {'GB/s':>6s} {'%roof':>6s} {'bound':7s} {'level':5s} {'vFMA':>5s} sched"]
         for k in self.kernels[:max_kernels]:
             vf = "-" if k.vector_fma is None else str(k.vector_fma)
             rows.append(f"{k.name[:44]:44s} {k.kind:14s} {k.share:5.0%} {k.seconds * 1e3:8.3f} "
                         f"{k.calls:5d} {k.gflops:8.2f} {k.gbps:6.2f} {k.roof_fraction:6.1%} "
-                        f"{k.bound:7s} {vf:>5s} {'yes' if k.scheduled else 'no'}")
+                        f"{k.bound:7s} {k.level:5s} {vf:>5s} {'yes' if k.scheduled else 'no'}")
         if len(self.kernels) > max_kernels:
             rest = self.kernels[max_kernels:]
             rows.append(f"... {len(rest)} more kernels, {sum(k.share for k in rest):.0%} of time")

@@ -38,6 +38,8 @@ Fields (keep the interface small; add a field here, with a default, when a backe
   default one (`agents.rules`).
 - `peaks`: datasheet roofs by arch (name, fp32 GFLOP/s, GB/s) for devices not measured here;
   `default_arch` picks one. Empty: the roofs are measured (`profilers.calibrate`).
+- `roof_device`: the torch device whose matmul and copy measure this backend's roof on its host
+  (`leka bench roof --backend`; cached, then preferred to `peaks`); "": only the datasheet.
 - `rank`: where the CLI lists it (then by name).
 """
 
@@ -98,6 +100,7 @@ class Backend:
     rule_agents: dict[str, str] = field(default_factory=dict)
     peaks: dict[str, tuple[str, float, float]] = field(default_factory=dict)
     default_arch: str = ""
+    roof_device: str = ""
     rank: int = 100
 
     @property

@@ -1,5 +1,6 @@
 """NVIDIA GPUs: CUDA C generated here on any machine, candidates run on a GPU host. L2 sources are
-whole CUDA C kernels spliced into the generated source. Roofs come from the datasheet table below."""
+whole CUDA C kernels spliced into the generated source. Roofs: measured with torch on the GPU
+(`leka bench roof --backend cuda`), else the datasheet table below."""
 
 from __future__ import annotations
 
@@ -47,5 +48,6 @@ BACKEND = Backend(
     name="cuda", target_spec=target_spec, device="cuda", remote_device="cuda", runs_on=("gpu", "rpc"),
     unavailable=unavailable, l2=(CUDA_C,), domain="robotics", gpu=True, cuda=True,
     source_hook="tvm_callback_cuda_postproc", resources={"CPU": 1.0, "GPU": 1.0},
-    rule_agents={"L2": "agents.l2_cuda:RuleCudaL2Agent"}, peaks=PEAKS, default_arch="sm_90", rank=1,
+    rule_agents={"L2": "agents.l2_cuda:RuleCudaL2Agent"}, peaks=PEAKS, default_arch="sm_90",
+    roof_device="cuda", rank=1,
 )

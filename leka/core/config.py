@@ -161,6 +161,19 @@ class RunConfig(_Section):
         return self
 
 
+NEAR_ROOF = 0.85  # RouterConfig.near_roof's default, which the agents use without a config
+
+
+class RouterConfig(_Section):
+    """The hardware-sensing router (agents/hw_sensing.py) and the rule agents' kernel ranking
+    (agents/common.py rank_kernels): evaluations go to kernels by time share x distance from the
+    measured roof (1 - roof fraction, profilers/roof.py)."""
+
+    # a kernel at or above this fraction of its roof (within ~15%) gets no more evaluations: no
+    # router evidence, no place in the agents' ranking; 1.0 keeps every kernel in play
+    near_roof: float = Field(NEAR_ROOF, gt=0.0, le=1.0)
+
+
 class TunerConfig(_Section):
     """MetaSchedule as a tool of the L1 agent (issue 19; agents/l1_tune.py). Off by default: the
     paper's setting, where the compiler searches no schedules. Its wall clock counts against the run's
@@ -221,6 +234,7 @@ class LekaConfig(_Section):
     evaluator: EvaluatorConfig = Field(default_factory=EvaluatorConfig)
     baseline: BaselineConfig = Field(default_factory=BaselineConfig)
     run: RunConfig = Field(default_factory=RunConfig)
+    router: RouterConfig = Field(default_factory=RouterConfig)
     tuner: TunerConfig = Field(default_factory=TunerConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
 

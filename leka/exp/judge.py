@@ -26,6 +26,7 @@ def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
     from benchmark.evaluator import Evaluator
     from benchmark.task import resolve
     from leka.core.config import load_config
+    from profilers.roof import sol_score, task_roof
 
     row: dict[str, Any] = {"compiled": False, "correct": False}
     if outcome.candidate is None:
@@ -37,18 +38,24 @@ def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
     lcfg = load_config([], [f"baseline.kind={kind}", f"baseline.trials={cfg.baseline.tuned_trials or 1}",
                             f"baseline.cache_dir={cfg.baseline.cache_dir}", *cfg.evaluator_sets(job.backend), *cfg.run_set])
     ev = Evaluator(lcfg.evaluator, job.backend, lcfg.baseline)
-    r = ev.evaluate(task, outcome.candidate)
+    r, prof = ev.evaluate_full(task, outcome.candidate, profile=True)  # the profile gives the roof
     row.update(reference=r.baseline, compiled=r.compiled, correct=r.correct, speedup_ref=r.speedup, timing_valid_ref=r.timing_valid,
                # the speedup's interval (benchmark/stats.py) and the machine's load during its timing
                speedup_ref_lo=r.speedup_lo, speedup_ref_hi=r.speedup_hi, loaded_ref=r.loaded,
                machine_load_ref=r.extra.get("machine_load"),
                t_candidate_s=r.t_candidate_s, t_ref_s=r.t_baseline_s, peak_memory_bytes=r.peak_memory_bytes,
                error_kind=r.error_kind, error=(r.error or None) and r.error[:2000])
+    tr = task_roof(prof, measured_s=r.t_candidate_s, baseline_s=r.t_baseline_s) if r.correct else None
+    if tr is not None:  # the measured roof (profilers/roof.py): SOL time, fraction, SOL score vs the reference
+        row.update(roof_s=tr.roof_s, roof_fraction=tr.fraction, sol_ref=tr.sol, roof_bound=tr.bound,
+                   roof_key=tr.peaks_key)
     if cfg.baseline.torch and r.correct:
         rt = ev.evaluate(task, outcome.candidate, baseline="torch")
         row.update(speedup_torch=rt.speedup, timing_valid_torch=rt.timing_valid, t_torch_s=rt.t_baseline_s,
                    speedup_torch_lo=rt.speedup_lo, speedup_torch_hi=rt.speedup_hi, loaded_torch=rt.loaded,
                    machine_load_torch=rt.extra.get("machine_load"))
+        if tr is not None and rt.t_candidate_s and rt.t_baseline_s:
+            row["sol_torch"] = sol_score(rt.t_candidate_s, rt.t_baseline_s, tr.roof_s)
     return row
 
 

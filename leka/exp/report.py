@@ -22,6 +22,7 @@ from typing import Any
 from benchmark import stats
 from leka.core.levels import level_names
 from leka.exp.store import Store
+from profilers.roof import fmt_fraction, fmt_sol
 
 FAST_PS = [round(0.1 * i, 1) for i in range(41)]  # Fast@p curve, p in [0, 4]
 FAIL_SPEEDUP = 1.0  # what a failed job contributes to the geomean: the user keeps the baseline
@@ -69,7 +70,18 @@ def cell_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "geo_ref": g[0] if g else None, "geo_ref_ci": g,
             "geo_torch": gt[0] if gt else None, "geo_torch_ci": gt,
             "loaded": sum(_loaded(r) for r in rows),
+            # the measured roof (profilers/roof.py), medians over the jobs that have one
+            "roof": _median([r.get("roof_fraction") for r in rows if r.get("correct")]),
+            "sol": _median([r.get("sol_ref") for r in rows if r.get("correct")]),
             "fast_curve": [sum(_fast(r, p) for r in rows) / n for p in FAST_PS]}
+
+
+def _median(xs: Sequence[float | None]) -> float | None:
+    vals = sorted(float(x) for x in xs if x is not None)
+    if not vals:
+        return None
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
 
 
 def _fmt(x: float | None, pct: bool = False) -> str:
@@ -167,7 +179,8 @@ def table1(d: Data, link) -> list[str]:
     for b in d.backends:
         out += [f"### Table 1: {b} (reference: {d.ref}; beside it: PyTorch eager)", "",
                 f"| level | arm | jobs | Compile@1 | Correct@1 | Fast@1.0 vs {d.ref} | geomean vs {d.ref} "
-                "| geomean vs PyTorch eager | loaded |", "|---|---|---|---|---|---|---|---|---|"]
+                "| geomean vs PyTorch eager | fraction of roof (median) | SOL score vs the reference (median) "
+                "| loaded |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for lv in d.levels:
             for arm in d.arms:
                 rows = d.cells.get((b, lv, arm), [])
@@ -176,7 +189,8 @@ def table1(d: Data, link) -> list[str]:
                 m = cell_metrics(rows)
                 href = f"#{_cell_id(b, lv, arm)}"
                 vals = [_fmt(m["compile"], True), _fmt(m["correct"], True), _fmt(m["fast1"], True),
-                        _fmt_ci(m["geo_ref_ci"]), _fmt_ci(m["geo_torch_ci"])]
+                        _fmt_ci(m["geo_ref_ci"]), _fmt_ci(m["geo_torch_ci"]), fmt_fraction(m["roof"]),
+                        fmt_sol(m["sol"])]
                 out.append(f"| {lv if lv is not None else '?'} | {arm} | {m['n']} | "
                            + " | ".join(link(v, href) for v in vals) + f" | {m['loaded']} |")
         out.append("")
@@ -209,12 +223,14 @@ def ratio_table(d: Data) -> list[str]:
 
 def job_rows(d: Data, link) -> list[str]:
     levels = level_names()
-    out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | vs PyTorch eager | evals | nodes {'/'.join(levels)} | LLM calls "
-           "| tokens in/out | budget used | wall | error |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | vs PyTorch eager | roof | SOL | evals "
+           f"| nodes {'/'.join(levels)} | LLM calls | tokens in/out | budget used | wall | error |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(d.rows, key=lambda r: r["job_id"]):
         href = _rel(d.exp_dir, r)
         nb = r.get("nodes_by_level") or {}
-        cells = [str(bool(r.get("correct"))), _raw(r, "speedup_ref"), _raw(r, "speedup_torch"), str(r.get("evaluations", 0)),
+        cells = [str(bool(r.get("correct"))), _raw(r, "speedup_ref"), _raw(r, "speedup_torch"),
+                 fmt_fraction(r.get("roof_fraction")), fmt_sol(r.get("sol_ref")), str(r.get("evaluations", 0)),
                  "/".join(str(nb.get(k, 0)) for k in levels), str(r.get("llm_calls", 0)),
                  f"{r.get('input_tokens', 0)}/{r.get('output_tokens', 0)}", f"{r.get('budget_used_s') or 0:.0f}s",
                  f"{r.get('wall_s') or 0:.0f}s"]
@@ -232,7 +248,10 @@ def markdown(d: Data) -> str:
              f"{len(d.rows)} of {d.total} jobs done. Speedups are measured by one evaluator for every arm: the "
              f"arm's final candidate against {d.ref} and against PyTorch eager, each with its 95% interval "
              "`point [lo, hi]`; a job counts as fast (Fast@p) only when lo > p. "
-             "Rates divide by all jobs of a cell; the geomean counts a failed job as 1.00x. In the job table, "
+             "Rates divide by all jobs of a cell; the geomean counts a failed job as 1.00x. Fraction of roof: the "
+             "final candidate's speed-of-light time (its kernels at this machine's measured roof, `leka bench roof`) "
+             "over its judged time; SOL score: 1 at the roof, 0.5 at the reference (SOL-ExecBench's form). "
+             "In the job table, "
              "`?` marks a speedup whose interval was too wide to trust (counted nowhere), `(loaded)` one timed "
              f"while other processes used the machine ({sum(_loaded(r) for r in d.rows)} of {len(d.rows)} jobs). "
              "Figures: report.html.", ""]
@@ -286,7 +305,8 @@ def html_report(d: Data) -> str:
              f"<h1>Experiment {esc(d.cfg['name'])}</h1>",
              f"<p>{len(d.rows)} of {d.total} jobs done. One evaluator judges every arm's final candidate against "
              f"{esc(d.ref)} and PyTorch eager, each speedup with its 95% interval; a job is fast (Fast@p) only when "
-             "the interval's lower bound is above p. Rates divide by all jobs of a cell; "
+             "the interval's lower bound is above p. Fraction of roof and SOL score (1 at the measured roof, "
+             "0.5 at the reference) come from each final candidate's profile. Rates divide by all jobs of a cell; "
              f"the geomean counts a failed job as 1.00x. Jobs timed on a loaded machine: "
              f"{sum(_loaded(r) for r in d.rows)} of {len(d.rows)}. Every number links to its run folder or its jobs.</p>",
              "<h2 id='table1'>Table 1</h2>", _md_to_html(table1(d, link))]

@@ -117,6 +117,7 @@ class RunContext:
         if self.cfg.tuner.enabled:  # only then: a run without the tool sees the very same context
             extra["tuner"] = True
         extra["l1_batch"] = self.cfg.run.l1_batch
+        extra["near_roof"] = self.cfg.router.near_roof  # kernels this close to their roof are left alone
         return AgentContext(
             task_id=self.task.id, backend=self.cfg.backend, level=level, route_reason=reason,
             profile=node.profile, profile_text=profile_text(node.profile),

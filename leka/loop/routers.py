@@ -17,4 +17,4 @@ def make_router(cfg: LekaConfig, provider=None, views=None) -> HardwareSensingAg
                          levels=[lv for lv in level_names() if lv in cfg.run.layers],
                          max_repairs=cfg.llm.max_repairs,
                          context_tokens=cfg.llm.context_tokens, prompt_tokens=cfg.llm.prompt_tokens)
-    return HardwareSensingAgent(cfg.run.routing, cfg.run.layers, cfg.run.seed)
+    return HardwareSensingAgent(cfg.run.routing, cfg.run.layers, cfg.run.seed, near_roof=cfg.router.near_roof)
