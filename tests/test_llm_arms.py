@@ -119,3 +119,20 @@ def test_flat_llm_agent_edits_two_levels_in_one_reply(l1_trace, tmp_path):
     assert flat and flat[0]["accepted"] == 2 and flat[0]["replies"][0]["edits"] == [["trace", True], ["source", True]]
     summary = json.loads((d / "summary.json").read_text())
     assert summary["llm"]["calls"] == len(posts) and summary["llm"]["input_tokens"] > 0
+
+
+def test_arm_cost_is_the_ledgers_dollars_or_unpriced():
+    from leka.exp.arms import ledger_cost
+    from leka.llm.base import CallRecord, Ledger, cost_usd
+
+    none = Ledger()
+    assert ledger_cost(none.to_dict()) == 0.0  # no model called: nothing spent
+    priced = Ledger()
+    dollars = cost_usd("openai", "gpt-4o-mini", 1000, 200)
+    priced.record(CallRecord(provider="openai", model="gpt-4o-mini", ok=True, input_tokens=1000, output_tokens=200,
+                             cost_usd=dollars, priced=True))
+    priced.record(CallRecord(provider="openai", model="gpt-4o-mini", ok=False, error_kind="rate_limit"))
+    assert dollars > 0 and ledger_cost(priced.to_dict()) == pytest.approx(dollars)
+    local = Ledger()  # a compat (local) model: tokens counted, no price known -> no invented $0
+    local.record(CallRecord(provider="compat", model="fake", ok=True, input_tokens=10, output_tokens=5))
+    assert ledger_cost(local.to_dict()) is None
