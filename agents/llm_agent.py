@@ -23,7 +23,15 @@ from leka.core.protocols import AgentContext
 from leka.core.types import BudgetExhausted, Edit
 from leka.llm.base import Completion, Message, Provider, ProviderError, Usage
 from leka.llm.parsing import ParseError, parse_edits, parse_route, reply_data
-from leka.llm.prompting import EDIT_TOOL_NAME, ROUTE_TOOL_NAME, TEMPLATES, edit_tool, render, route_tool
+from leka.llm.prompting import (
+    ANY_LEVEL,
+    EDIT_TOOL_NAME,
+    ROUTE_TOOL_NAME,
+    TEMPLATES,
+    edit_tool,
+    render,
+    route_tool,
+)
 from leka.llm.small import (
     example_trace,
     fit_views,
@@ -39,6 +47,7 @@ log = logging.getLogger("leka.agents")
 # each level's role is its spec's (leka.core.levels); the two agents that are no level have theirs here
 ROLES = LiveTable(lambda: {**{lv: s.role for lv, s in LEVEL_SPECS.items()},
                            "oneshot": "a one-shot optimiser (writes the whole candidate at once)",
+                           "flat": "the one optimiser of every level (graph, loop schedules, kernel sources)",
                            "router": "the hardware-sensing agent"})
 
 ViewsFn = Callable[[Any, AgentContext], dict[str, str]]
@@ -57,7 +66,8 @@ class AgentReport(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     cut: bool = False  # the views were cut to fit the model's context
     # per reply: {"parsed": a JSON value with >= 1 well-formed edit (or a valid route), "edits":
-    # [[kind, legal], ...], "latency_s", "input_tokens", "output_tokens"} (experiments count these)
+    # [[kind, legal], ...], "latency_s", "input_tokens", "output_tokens"} (experiments count these);
+    # the router's also "route": [level, reason], the answer it gave
     replies: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -86,7 +96,8 @@ class CallInfo(BaseModel):
 
 
 class _RepairLoop:
-    """The call -> parse -> check -> repair loop both agents share."""
+    """The call -> parse -> check -> repair loop both agents share; both satisfy
+    leka.core.protocols.Reports (`on_report` gets each call's AgentReport)."""
 
     level: str
     provider: Provider
@@ -120,7 +131,7 @@ class _RepairLoop:
         blocks = tir_blocks(views.get("tir", "")) if views.get("tir") else []
         info.blocks = sorted({b["name"] for b in blocks})
         info.target = views.get("kernel") or None
-        if self.level == "oneshot" and views.get("kernels"):
+        if self.level in ANY_LEVEL and views.get("kernels"):
             # the view holds every PrimFunc's TIR in the listed order: show the first one's blocks
             first = views.get("tir", "").split("@T.prim_func")[1:2]
             blocks = tir_blocks(first[0]) if first else []
@@ -157,7 +168,7 @@ class _RepairLoop:
             room = ctx - messages_tokens(out) - REPAIR_RESERVE
             max_tokens = max(128, min(max_tokens, room))
         if self.small_schema and tool["name"] == EDIT_TOOL_NAME:
-            one = self.level == "oneshot"  # any PrimFunc of the module; several edits build on each other
+            one = self.level in ANY_LEVEL  # any PrimFunc of the module (one-shot: edits build on each other)
             kernels = v["views"].get("kernels", "").split() if one else [info.target] if info.target else []
             tool = small_edit_tool(self.level, kernels=kernels, blocks=info.blocks, backend=v["backend"],
                                    source=info.source and self.level == "L2",
@@ -260,7 +271,8 @@ class _RepairLoop:
 
 
 class LLMAgent(_RepairLoop):
-    """Satisfies leka.protocols.Agent. `level` is "L0", "L1", "L2" or "oneshot" (edits of any level).
+    """Satisfies leka.protocols.Agent. `level` is "L0", "L1", "L2", or one of ANY_LEVEL (edits of any
+    level): "oneshot" (the one-shot arm) or "flat" (the flat arm's one agent, leka.exp.flat).
 
     views(candidate, context) -> the text views the template needs ("relax", "tir", "source",
     "reference", "task_contract", ...), already bounded by the caller. check(candidate, edit) -> None
@@ -273,8 +285,9 @@ class LLMAgent(_RepairLoop):
                  deadline: Callable[[], float | None] = lambda: None, max_tokens: int = 4096,
                  temperature: float = 0.2, context_tokens: int | None = None, prompt_tokens: int | None = None,
                  small_schema: bool = False, on_report: Callable[[AgentReport], None] | None = None):
-        if level not in (*level_names(), "oneshot"):
-            raise ValueError(f"LLMAgent level must be {', '.join(level_names())} or oneshot, got {level!r}")
+        if level not in (*level_names(), *ANY_LEVEL):
+            raise ValueError(f"LLMAgent level must be one of {', '.join((*level_names(), *ANY_LEVEL))}, "
+                             f"got {level!r}")
         self.level, self.provider, self.views, self.check = level, provider, views, check
         self.max_repairs, self.deadline = max_repairs, deadline
         self.template = template or TEMPLATES[level]
@@ -348,6 +361,7 @@ class LLMRouter(_RepairLoop):
         try:
             got = parse_route(reply_data(comp), self.levels)
             info.stat["parsed"] = True
+            info.stat["route"] = list(got)  # the reply itself (level, reason): llm_reports.jsonl keeps it
             return got, []
         except ParseError as e:
             return None, [str(e)]

@@ -46,6 +46,7 @@ class OneShotResult(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    ledger: dict[str, Any] = Field(default_factory=dict)  # the call's ledger (Ledger.to_dict, no records)
     llm_failure: str | None = None  # the provider gave no reply (after its retries)
     wall_s: float = 0.0
 
@@ -65,7 +66,7 @@ def _views(cand, root, task) -> dict[str, str]:
                 parts.append(f"# ... {len(names) - len(parts)} more PrimFuncs not shown: "
                              f"{', '.join(names[len(parts):])}")
                 break
-            parts.append(text)
+            parts.append(f"# PrimFunc {name} (the name L1 / L2 edits give as `target`)\n{text}")
             used += len(text)
         out["tir"] = "\n\n".join(parts)
     except Exception as e:  # noqa: BLE001 - the TIR view helps but the reference is what the model needs
@@ -111,7 +112,7 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
     res = OneShotResult(task=task.id, backend=cfg.backend, model=provider.name, run_dir=str(run_dir),
                         edits=[e.model_dump() for e in edits], calls=ledger.calls,
                         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                        cost_usd=round(usage.cost_usd, 6))
+                        cost_usd=round(usage.cost_usd, 6), ledger=ledger.to_dict(records=False))
     if _reply_usable(res, agent, edits):
         _evaluate(res, cfg, task, state["cand"], run_dir)
     res.wall_s = round(time.monotonic() - t0, 2)

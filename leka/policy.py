@@ -5,6 +5,7 @@ to the candidate the loop hands them, and their calls stop at the AgentContext's
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,37 @@ def make_agents(cfg: LekaConfig, root: ir.Root, task: Task, run_dir: Path) -> Ag
 
         return make_rule_agents(cfg.backend, root_params=root.params), make_router(cfg), None
     from agents.llm_agent import LLMAgent
+
+    m = llm_parts(cfg, root, task, run_dir)
+    agents = {lv: LLMAgent(lv, m.provider, views=m.views, check=m.check, **m.agent_kwargs(cfg))
+              for lv in level_names()}
+    return agents, make_router(cfg, m.provider, m.views, on_report=m.on_report), m.ledger
+
+
+@dataclass
+class LLMParts:
+    """What every model-backed agent of a run shares: one provider (one ledger, one transcript), the
+    legality check, the views, and one report sink (RUN_DIR/llm_reports.jsonl, one line per call of
+    any agent or the router: leka.core.protocols.Reports). The flat arm (leka.exp.flat) builds its one
+    agent from the same parts, so it has the same model, facts, repair loop and budget."""
+
+    provider: Any
+    ledger: Ledger
+    views: Callable[[Any, Any], dict[str, str]]
+    check: Callable[[ir.Candidate, Edit], str | None]
+    on_report: Callable[[Any], None]
+    root: ir.Root
+    task: Task
+
+    def agent_kwargs(self, cfg: LekaConfig) -> dict[str, Any]:
+        """The repair loop's settings, the same for every agent of the run."""
+        return {"max_repairs": cfg.llm.max_repairs, "max_tokens": cfg.llm.max_tokens,
+                "temperature": cfg.llm.temperature, "context_tokens": cfg.llm.context_tokens,
+                "prompt_tokens": cfg.llm.prompt_tokens, "small_schema": cfg.llm.small_schema,
+                "on_report": self.on_report}
+
+
+def llm_parts(cfg: LekaConfig, root: ir.Root, task: Task, run_dir: Path) -> LLMParts:
     from leka.llm.base import Ledger
     from leka.llm.factory import make_provider
 
@@ -37,23 +69,14 @@ def make_agents(cfg: LekaConfig, root: ir.Root, task: Task, run_dir: Path) -> Ag
         raise UserError("--policy llm needs --model openai:MODEL | anthropic:MODEL | compat:URL|MODEL")
     ledger = Ledger.from_config(cfg.run)
     provider = make_provider(cfg.llm.model, cfg.llm, ledger, record_to=run_dir / "llm_transcript.jsonl")
-    views = llm_views(root, task)
     reports = run_dir / "llm_reports.jsonl"  # one line per agent call: replies parsed, edits legal
 
     def on_report(rep) -> None:
         with reports.open("a") as f:
             f.write(rep.model_dump_json() + "\n")
 
-    check = check_edit(run_dir / "work", root)
-    agents = {lv: LLMAgent(lv, provider, views=views, check=check, max_repairs=cfg.llm.max_repairs,
-                           max_tokens=cfg.llm.max_tokens, temperature=cfg.llm.temperature,
-                           context_tokens=cfg.llm.context_tokens, prompt_tokens=cfg.llm.prompt_tokens,
-                           small_schema=cfg.llm.small_schema, on_report=on_report)
-              for lv in level_names()}
-    router = make_router(cfg, provider, views)
-    if hasattr(router, "on_report"):
-        router.on_report = on_report
-    return agents, router, ledger
+    return LLMParts(provider=provider, ledger=ledger, views=llm_views(root, task),
+                    check=check_edit(run_dir / "work", root), on_report=on_report, root=root, task=task)
 
 
 def check_edit(workdir: Path, root: ir.Root) -> Callable[[ir.Candidate, Edit], str | None]:
@@ -106,9 +129,37 @@ def llm_views(root: ir.Root, task: Task) -> Callable[[Any, Any], dict[str, str]]
     return views
 
 
+def flat_views(root: ir.Root, task: Task, hot: int = 3) -> Callable[[Any, Any], dict[str, str]]:
+    """What the flat arm's one agent sees (leka.exp.flat): the whole candidate at once, i.e. the Relax
+    text, the PrimFunc table, and the `hot` hottest kernels' TIR and generated sources (the profile
+    reaches it as every agent's, in the AgentContext)."""
+    from leka.ir import views as V
+
+    def views(cand, actx) -> dict[str, str]:
+        out = {"relax": V.relax_view(cand), "task_contract": task.path.read_text()[:6000]}
+        try:
+            rows = V.kernel_table(cand, root_params=root.params)
+            out["summary"] = V.kernel_table_text(cand, root_params=root.params)
+            out["kernels"] = " ".join(r["name"] for r in rows)
+            names = _hottest_names(actx.profile, rows, hot)
+            out["tir"] = "\n\n".join(V.tir_view(cand, n, root_params=root.params, scheduled=False) for n in names)
+            out["tir_note"] = f"(hottest first: {', '.join(names)})"
+            out["source"] = "\n\n".join(f"// ---- {n}\n{V.source_view(cand, n, root_params=root.params)}"
+                                         for n in names)
+        except Exception as e:  # noqa: BLE001 - a view that cannot be made is said, not fatal
+            out["summary"] = f"[kernel views unavailable: {type(e).__name__}: {e}]"
+        return out
+
+    return views
+
+
 def _hottest_name(profile: dict | None, rows: list[dict]) -> str | None:
-    names = {r["name"] for r in rows}
-    for k in (profile or {}).get("kernels", []):
-        if k.get("name") in names:
-            return k["name"]
-    return rows[0]["name"] if rows else None
+    names = _hottest_names(profile, rows, 1)
+    return names[0] if names else None
+
+
+def _hottest_names(profile: dict | None, rows: list[dict], n: int) -> list[str]:
+    """The profile's hottest kernels that the table has, then the table's order, `n` at most."""
+    names = [r["name"] for r in rows]
+    hot = [k["name"] for k in (profile or {}).get("kernels", []) if k.get("name") in names]
+    return list(dict.fromkeys([*hot, *names]))[:n]

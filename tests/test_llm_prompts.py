@@ -22,7 +22,8 @@ BASE = dict(role="the L1 agent", backend="llvm", task_id="t", task_contract="con
             profile_text="profile-XYZ", lineage_text="lineage-XYZ", route_reason="reason-XYZ", variants=3,
             vector_lanes=16, num_cores=2, tool_name="propose_edits", proposes=True)
 VIEWS = {"L0": {"relax": "RELAX-VIEW"}, "L1": {"tir": "TIR-VIEW"}, "L2": {"source": "SOURCE-VIEW"},
-         "oneshot": {"reference": "REFERENCE-VIEW"}, "router": {}}
+         "oneshot": {"reference": "REFERENCE-VIEW"}, "router": {},
+         "flat": {"relax": "RELAX-VIEW", "summary": "TABLE-VIEW", "tir": "TIR-VIEW", "source": "SOURCE-VIEW"}}
 
 
 def test_every_template_is_present():
@@ -40,10 +41,10 @@ def test_templates_render_with_their_views(level):
         assert part in out
     if level != "router":
         assert "Edit schema" in out
-        for lv in (["L0", "L1", "L2"] if level == "oneshot" else [level]):
+        for lv in (["L0", "L1", "L2"] if level in ("oneshot", "flat") else [level]):
             for kind in EDIT_KINDS[lv]:
                 assert f'kind "{kind}"' in out
-    if level in ("L1", "oneshot"):
+    if level in ("L1", "oneshot", "flat"):
         assert "get_sblock" in out and "decompose_reduction" in out
 
 

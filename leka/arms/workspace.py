@@ -9,8 +9,14 @@
         CONTRACT.md          what a candidate is, how it is judged, the budget
         task.py              the task file (the reference)
         candidate/           the starting candidate as editable files (leka.ir.files)
-        views/               read-only reference: PrimFunc table, unscheduled TIR, L2 prototypes
-        measure              `./measure [FOLDER]`: `leka bench eval` on a snapshot of FOLDER
+        views/               read-only reference: PrimFunc table, unscheduled TIR, what an L2 file starts
+                             from (C prototypes; on a GPU the generated kernels and their schedules),
+                             and profile.txt|json, the starting candidate's profile
+        measure              `./measure [FOLDER]`: `leka bench eval` on a snapshot of FOLDER, on the
+                             backend's device (this machine, its GPU or PoCL, or the config's board)
+
+CONTRACT.md is the same text for every backend but for what its files mean: those parts are the
+backend's own (`Backend.contract_l1` / `contract_l2`, leka/backends/<name>.py).
 
 The measuring command snapshots the folder before evaluating it, so the candidate judged later is the
 one measured, whatever the agent writes afterwards.
@@ -25,6 +31,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from leka.backends import get_backend
 from leka.core.config import LekaConfig, dump_config
 
 CONTRACT = Path(__file__).with_name("claude_code_contract.md")
@@ -36,7 +43,7 @@ _MEASURE = r'''#!$python
 import json, os, shutil, subprocess, sys, time
 
 RUN, TASK, BACKEND, ROOT = $run_dir, $task, $backend, $root
-DEADLINE, BASELINE, TRIALS = $deadline, $baseline, $trials
+DEADLINE, BASELINE, TRIALS, RUNTIME_ENV = $deadline, $baseline, $trials, $runtime_env
 src = sys.argv[1] if len(sys.argv) > 1 else "candidate"
 if not os.path.isfile(os.path.join(src, "relax.py")):
     print(f"measure: {src} is not a candidate folder (no relax.py)")
@@ -54,6 +61,7 @@ while True:  # a fresh number even when two measures run at once
 cand = os.path.join(d, "candidate")
 shutil.copytree(src, cand, ignore=shutil.ignore_patterns("__pycache__", ".*"))
 env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+env.update(RUNTIME_ENV)  # the harness's runtime settings of the backend: the CLI's own env is clean
 env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
 t0 = time.time()
 out = os.path.join(d, "eval.json")
@@ -92,25 +100,54 @@ def machine_text(backend: str, target) -> str:
     from leka import tvm_adapter as A
 
     tj = A.target_json(target)
+    threads = A.max_threads_per_block(target)
+    if threads and get_backend(backend).gpu:
+        return f"- backend `{backend}`, TVM target `{target}`\n- up to {threads} threads per block"
     cores = tj.get("num-cores") or os.cpu_count()
     return (f"- backend `{backend}`, TVM target `{target}`\n- {cores} cores; float32 vector lanes: "
             f"{A.vector_lanes_fp32(target)}")
 
 
-def write_contract(ws: Path, cfg: LekaConfig, budget_s: float, machine: str) -> None:
+def write_contract(ws: Path, cfg: LekaConfig, budget_s: float, machine: str, threads: int | None = None) -> None:
     from leka.ir import sched
 
+    b = get_backend(cfg.backend)
+    fill = {"max_threads": str(threads or "the target's")}
     text = Template(CONTRACT.read_text()).safe_substitute(
         budget_min=f"{budget_s / 60:g}", primitives=", ".join(sorted(sched.PRIMITIVES)),
-        baseline_desc=BASELINE_DESC.get(cfg.baseline.kind, cfg.baseline.kind), machine=machine)
+        baseline_desc=BASELINE_DESC.get(cfg.baseline.kind, cfg.baseline.kind), machine=machine,
+        backend_l1=Template(b.contract_l1).safe_substitute(fill),
+        backend_l2=Template(b.contract_l2).safe_substitute(fill))
     (ws / "CONTRACT.md").write_text(text)
+
+
+def write_profile(views: Path, task, start, cfg: LekaConfig) -> None:
+    """The starting candidate's profile (the same evaluation as the loop's root, on the backend's
+    device): views/profile.json and its text, views/profile.txt."""
+    from benchmark.evaluator import Evaluator
+    from leka.loop.context import profile_text
+
+    res, prof = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline, device=cfg.device).evaluate_full(
+        task, start, time_it=False, profile=True)  # the profile times the kernels itself
+    (views / "profile.json").write_text(json.dumps(prof or {}, indent=1, default=str))
+    text = profile_text(prof) or f"(no profile: {res.error_kind or 'the evaluation gave none'}: {res.error or ''})"
+    (views / "profile.txt").write_text(text.rstrip() + "\n")
+
+
+def runtime_env(backend: str) -> dict[str, str]:
+    """What `./measure` needs of the harness's environment to run candidates where the backend runs
+    (the CLI, and so the command, gets a clean one): the cache home and the backend's own variables
+    (`Backend.runtime_env`: the OpenCL plugin and ICDs, the visible GPUs), as set here."""
+    names = ("LEKA_CACHE", *get_backend(backend).runtime_env)
+    return {k: os.environ[k] for k in names if k in os.environ}
 
 
 def write_measure(ws: Path, run_dir: Path, task_path: str, cfg: LekaConfig, deadline: float) -> Path:
     text = Template(_MEASURE).substitute(
         python=sys.executable, run_dir=repr(str(run_dir.resolve())), task=repr(task_path),
         backend=repr(cfg.backend), root=repr(str(project_root())), deadline=repr(deadline),
-        baseline=repr(cfg.baseline.kind), trials=repr(cfg.baseline.trials))
+        baseline=repr(cfg.baseline.kind), trials=repr(cfg.baseline.trials),
+        runtime_env=repr(runtime_env(cfg.backend)))
     p = ws / "measure"
     p.write_text(text)
     p.chmod(0o755)
@@ -134,8 +171,9 @@ def prepare(run_dir: Path, task, cfg: LekaConfig, budget_s: float, deadline: flo
     start = ir.root_candidate(task, cfg.backend, root)
     write_candidate(start, ws / "candidate", root.params)
     write_views(start, ws / "views", root.params)
+    write_profile(ws / "views", task, start, cfg)
     target = A.make_target(cfg.backend)
-    write_contract(ws, cfg, budget_s, machine_text(cfg.backend, target))
+    write_contract(ws, cfg, budget_s, machine_text(cfg.backend, target), A.max_threads_per_block(target))
     write_measure(ws, run_dir, str(task.path), cfg, deadline)
     (run_dir / "start.digest").write_text(folder_digest(ws / "candidate"))
     return ws

@@ -41,6 +41,10 @@ Fields (keep the interface small; add a field here, with a default, when a backe
 - `roof_device`: the torch device whose matmul and copy measure this backend's roof on its host
   (`leka bench roof --backend`; cached, then preferred to `peaks`); "": only the datasheet.
 - `rank`: where the CLI lists it (then by name).
+- `runtime_env`: the environment variables a candidate's run needs from the parent process (the
+  OpenCL plugin and ICD paths, the visible GPUs), handed to `./measure` by the Claude Code arm.
+- `contract_l1` / `contract_l2`: the backend's part of the Claude Code arm's contract (what its
+  candidate files `l1/*` and `l2/*` mean, how an L2 file is built; `leka.arms.workspace`).
 """
 
 from __future__ import annotations
@@ -74,6 +78,11 @@ class L2Language:
     kernel_qualifier: str = ""  # spliced: regex of what precedes a kernel's name where it is defined
     kernel_words: str = ""  # spliced: how a message names such a function
     guard: GuardProfile = field(default_factory=GuardProfile)
+    # a candidate folder's file of PrimFunc NAME defines this symbol unless it declares another one
+    default_entry: str = "leka_{name}"
+
+    def entry_for(self, primfunc: str) -> str:
+        return self.default_entry.format(name=primfunc)
 
     @property
     def linked(self) -> bool:
@@ -102,6 +111,14 @@ class Backend:
     default_arch: str = ""
     roof_device: str = ""
     rank: int = 100
+    # the Claude Code arm's contract (leka/arms/claude_code_contract.md): what an L1 file means on this
+    # backend, with an example trace (`contract_l1`), and the L2 files' bullet (`contract_l2`); Markdown,
+    # `$max_threads` filled from the target
+    contract_l1: str = ""
+    contract_l2: str = ""
+    # environment variables a process that runs candidates needs from its parent (a tool started with
+    # a clean environment: the Claude Code arm's ./measure)
+    runtime_env: tuple[str, ...] = ()
 
     @property
     def l2_languages(self) -> dict[str, str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from leka.backends import Backend, GuardProfile, L2Language
+from leka.backends._contract import GPU_L1, gpu_l2
 
 
 def target_spec(arch: str = "sm_90", **_: Any) -> dict[str, Any]:
@@ -42,6 +43,7 @@ CUDA_C = L2Language(
     kernel_words='extern "C" __global__',
     guard=GuardProfile(constant=r"\b__constant__\b", device_state=r"\b__(?:device|managed)__\b",
                        device_qualifiers=r"\b__(?:device|managed|shared)__\b", device_heap=True),
+    file_suffixes=(".cu",), default_entry="{name}_kernel",
 )
 
 BACKEND = Backend(
@@ -50,4 +52,9 @@ BACKEND = Backend(
     source_hook="tvm_callback_cuda_postproc", resources={"CPU": 1.0, "GPU": 1.0},
     rule_agents={"L2": "agents.l2_cuda:RuleCudaL2Agent"}, peaks=PEAKS, default_arch="sm_90",
     roof_device="cuda", rank=1,
+    runtime_env=("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH"),
+    contract_l1=GPU_L1,
+    contract_l2=gpu_l2(".cu", "CUDA C", 'extern "C" __global__ void', "It is compiled with the generated module "
+                       "(nvcc or NVRTC, for this GPU's arch); warp intrinsics (`__shfl_down_sync`), "
+                       "`__shared__` arrays and `__launch_bounds__` are available."),
 )

@@ -21,6 +21,27 @@ def target_spec(system_cpu: str = "", num_cores: int = 1, target: dict[str, Any]
 COMPILE_OPTIONS = frozenset({"fast-math", "fast-math-contract", "fast-math-reassoc", "fast-math-nnan",
                              "fast-math-ninf", "fast-math-nsz", "fast-math-arcp", "opt-level"})
 
+CONTRACT_L2 = """- `candidate/l2/<primfunc>.cpp` (or `.c`, `.ll` for LLVM IR) - **L2**, a hand-written kernel that
+  replaces that PrimFunc. It defines the C-ABI function given in `views/l2_prototypes.txt`
+  (`extern "C" int32_t leka_<primfunc>(float* p0, ...)`: one pointer per buffer parameter, inputs
+  then outputs, static shapes, return 0), or another name declared on its first line as
+  `// entry: NAME`. It is compiled with `g++ -O3 -march=native -fopenmp -fPIC`: intrinsics
+  (`#include <immintrin.h>`) and `#pragma omp parallel for` are available.
+  `candidate/l2/compile_options.json` may set LLVM code-generator options for the whole module, e.g.
+  `{"fast-math-contract": true}`."""
+
+CONTRACT_L1 = """Example (tile a matmul):
+
+```json
+[{"prim": "get_sblock", "args": ["matmul"], "out": ["b"]},
+ {"prim": "get_loops", "args": ["b"], "out": ["i", "j", "k"]},
+ {"prim": "split", "args": ["j", [null, 16]], "out": ["j0", "j1"]},
+ {"prim": "reorder", "args": [["i", "j0", "k", "j1"]]},
+ {"prim": "parallel", "args": ["i"]},
+ {"prim": "vectorize", "args": ["j1"]},
+ {"prim": "decompose_reduction", "args": ["b", "k"], "out": ["init"]}]
+```"""
+
 BACKEND = Backend(
     name="llvm", target_spec=target_spec, device="cpu", remote_device="cpu", runs_on=("local", "rpc"),
     unavailable=lambda: None, domain="mobile", rank=0,
@@ -28,4 +49,5 @@ BACKEND = Backend(
         L2Language("c", "c", compiler="c", file_suffixes=(".c",)),
         L2Language("llvm", "ll", compiler="llvm-ir", syntax="llvm-ir", file_suffixes=(".ll",))),
     compile_options=COMPILE_OPTIONS, kernel_cache=True, resources={"CPU": 1.0},
+    contract_l1=CONTRACT_L1, contract_l2=CONTRACT_L2,
 )

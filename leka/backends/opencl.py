@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from leka.backends import Backend, GuardProfile, L2Language
+from leka.backends._contract import GPU_L1, gpu_l2
 from leka.backends.paths import cache_home
 
 PLUGIN_NAME = "libtvm_opencl.so"
@@ -46,6 +47,7 @@ OPENCL_C = L2Language(
     # an attribute may nest one level of parentheses: __attribute__((reqd_work_group_size(64, 1, 1)))
     "opencl", "cl", kernel_qualifier=r"__kernel\s+void\s+(?:__attribute__\(\((?:[^()]|\([^()]*\))*\)\)\s+)?",
     kernel_words="__kernel", guard=GuardProfile(constant=r"\b__?constant\b"),
+    file_suffixes=(".cl",), default_entry="{name}_kernel",
 )
 
 BACKEND = Backend(
@@ -56,4 +58,10 @@ BACKEND = Backend(
     rule_agents={"L1": "agents.l1_opencl:OpenCLRuleL1Agent", "L2": "agents.l2_opencl:OpenCLRuleL2Agent"},
     # RK3588-class board: a guess until measured over RPC
     peaks={"opencl": ("mobile-gpu-mali-g610", 500.0, 50.0)}, default_arch="opencl", rank=2,
+    runtime_env=("LEKA_OPENCL_PLUGIN", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "POCL_DEVICES",
+                 "POCL_MAX_PTHREAD_COUNT", "LD_LIBRARY_PATH"),
+    contract_l1=GPU_L1,
+    contract_l2=gpu_l2(".cl", "OpenCL C", "__kernel void", "It is built by the OpenCL platform's compiler "
+                       "(PoCL on a CPU, or the board's driver); `native_*` math builtins and "
+                       "`__attribute__((reqd_work_group_size(x, y, z)))` are available."),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -53,6 +54,15 @@ class Router(Protocol):
     def state(self) -> dict[str, Any]: ...  # checkpointed with the run; {} when stateless
 
     def load_state(self, state: dict[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class Reports(Protocol):
+    """An agent or router that asks a model and says what each call did: `on_report` is handed one
+    report per call (agents.llm_agent.AgentReport), whatever the outcome; None: nobody listens. The
+    policy (leka.policy) hands every model-backed part the same sink, the run's llm_reports.jsonl."""
+
+    on_report: Callable[[Any], None] | None
 
 
 @runtime_checkable

@@ -56,9 +56,17 @@ def _tree_outcome(summary: dict[str, Any]) -> ArmOutcome:
                       evaluations=int(summary.get("evaluations") or 0),
                       budget_used_s=float(summary.get("budget_used_s") or 0.0),
                       llm_calls=int(llm.get("calls") or 0), input_tokens=int(llm.get("input_tokens") or 0),
-                      output_tokens=int(llm.get("output_tokens") or 0),
+                      output_tokens=int(llm.get("output_tokens") or 0), cost_usd=ledger_cost(llm),
                       nodes_by_level=dict(summary.get("nodes_by_level") or {}), anytime=anytime,
                       run_baseline=summary.get("baseline", ""))
+
+
+def ledger_cost(llm: dict[str, Any]) -> float | None:
+    """A ledger's dollars (Ledger.to_dict), None when every answered call was of an unpriced model."""
+    answered = int(llm.get("calls") or 0) - int(llm.get("failed_calls") or 0)
+    if answered > 0 and int(llm.get("unpriced_calls") or 0) >= answered:
+        return None
+    return float(llm.get("cost_usd") or 0.0)
 
 
 def anytime_from_nodes(nodes) -> list[tuple[float, float]]:
@@ -105,7 +113,7 @@ def arm_oneshot(job: Job, ctx: ArmContext) -> ArmOutcome:
     return ArmOutcome(run_dir=run_dir, candidate=cand, evaluations=1 if cand else 0,
                       budget_used_s=round(time.monotonic() - t0, 2), llm_calls=res.calls,
                       input_tokens=res.input_tokens, output_tokens=res.output_tokens,
-                      extra={"oneshot_error": res.error})
+                      cost_usd=ledger_cost(res.ledger), extra={"oneshot_error": res.error})
 
 
 def arm_metaschedule(job: Job, ctx: ArmContext) -> ArmOutcome:
@@ -130,7 +138,7 @@ def arm_claude_code(job: Job, ctx: ArmContext) -> ArmOutcome:
         raise RuntimeError(f"claude_code: {res.error}")
     return ArmOutcome(run_dir=run_dir, candidate=cand, budget_used_s=round(time.monotonic() - t0, 2),
                       llm_calls=res.turns, input_tokens=res.input_tokens, output_tokens=res.output_tokens,
-                      evaluations=res.evals, extra={"status": res.status, "error": res.error})
+                      cost_usd=res.cost_usd, evaluations=res.evals, extra={"status": res.status, "error": res.error})
 
 
 ARMS.update({

@@ -1,8 +1,13 @@
 """The `flat` arm (the no-layering ablation): one agent that may edit any level, and no router.
 
-It reuses the rule agents: each call asks every level's agent for its proposals and interleaves them
-(L0, L1, L2, L0, ...), so one slot of `variants_per_call` edits can mix levels, as a single agent
-seeing the whole candidate would. The "router" only names the slot; it reads no profile.
+Under `run.policy: llm` the agent is one LLM agent (`agents.llm_agent.LLMAgent` at level "flat",
+prompts/flat.j2) that sees the whole candidate (Relax text, PrimFunc table, the hottest kernels' TIR
+and sources, the profile) and proposes edits of any level; it is built from the same parts as LEKA's
+level agents (leka.policy.llm_parts: the same model, ledger and budget, legality check, repair loop
+and report sink), so the arms differ only in the layering. Under `run.policy: rules` (the
+`flat_rule` preset) it reuses the rule agents: each call asks every level's agent for its proposals
+and interleaves them (L0, L1, L2, L0, ...), so one slot of `variants_per_call` edits can mix levels.
+The "router" only names the slot; it reads no profile and asks no model.
 """
 
 from __future__ import annotations
@@ -52,9 +57,15 @@ class FlatRouter:
 def flat_agents(cfg, root, task, run_dir):
     """`leka.run.run(agents_factory=...)`: the same flat agent behind every level slot, so a node the
     graph marks exhausted for one slot falls through to the same agent with the next slot."""
-    if cfg.run.policy != "rules":
-        raise ValueError("the flat arm is built from the rule agents (policy rules)")
+    router = FlatRouter(cfg.run.layers)
+    if cfg.run.policy == "llm":
+        from agents.llm_agent import LLMAgent
+        from leka.policy import flat_views, llm_parts
+
+        m = llm_parts(cfg, root, task, run_dir)
+        one = LLMAgent("flat", m.provider, views=flat_views(root, task), check=m.check, **m.agent_kwargs(cfg))
+        return {lv: one for lv in level_names()}, router, m.ledger
     from agents.rules import make_rule_agents
 
     flat = FlatAgent(make_rule_agents(cfg.backend, root_params=root.params), cfg.run.layers)
-    return {lv: flat for lv in level_names()}, FlatRouter(cfg.run.layers), None
+    return {lv: flat for lv in level_names()}, router, None

@@ -74,7 +74,7 @@ def execute(job: Job, cfg: ExpConfig, exp_dir: Path, attempt: int) -> dict[str, 
                    best_node=outcome.best_node, evaluations=outcome.evaluations,
                    budget_used_s=outcome.budget_used_s, llm_calls=outcome.llm_calls,
                    input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
-                   nodes_by_level=outcome.nodes_by_level, anytime=outcome.anytime,
+                   cost_usd=outcome.cost_usd, nodes_by_level=outcome.nodes_by_level, anytime=outcome.anytime,
                    run_baseline=outcome.run_baseline, arm_extra=outcome.extra)
         row.update(_judge(job, cfg, outcome))
     except BaseException as e:  # noqa: BLE001 - any failure of one job is that job's row

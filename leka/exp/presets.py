@@ -24,7 +24,9 @@ PRESETS: dict[str, tuple[str, list[str], str]] = {
     "no_defer": ("leka", ["run.defer_followups=0"], "deferred acceptance off: a slower child is pruned at once"),
     "ms_tool": ("leka", ["tuner.enabled=true"], "LEKA with MetaSchedule as a tool of the L1 agent (the hottest "
                 "kernel, once, after the schedule move; warm-started; its time charged to the budget)"),
-    "flat": ("flat", [], "one agent edits any level, no router (no layering)"),
+    "flat": ("flat", [], "one agent edits any level, no router (no layering); the run's policy's agent "
+             "(policy llm: one LLM agent with the same model, facts, repairs and budget)"),
+    "flat_rule": ("flat", ["run.policy=rules"], "the flat arm built from the rule agents, whatever the grid's policy"),
     "oneshot": ("oneshot", [], "one LLM call writes the candidate"),
     "metaschedule": ("metaschedule", [], "MetaSchedule with the same wall clock; its best at the end"),
     "claude_code": ("claude_code", [], "a general coding agent with the same model and wall clock"),

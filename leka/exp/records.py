@@ -27,6 +27,10 @@ class ArmOutcome:
     llm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    # dollars as the provider's price says: the ledger's list prices (leka.llm.base.PRICES) or the
+    # Claude Code CLI's own total; None when a model was called and nobody priced it (compat, local
+    # models, a CLI that never said); 0.0 when no model was called
+    cost_usd: float | None = 0.0
     nodes_by_level: dict[str, int] = field(default_factory=dict)
     anytime: list[tuple[float, float]] = field(default_factory=list)  # (seconds, best speedup vs run baseline)
     run_baseline: str = ""

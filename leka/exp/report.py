@@ -221,18 +221,24 @@ def ratio_table(d: Data) -> list[str]:
     return out + [""]
 
 
+def _cost(r: dict) -> str:
+    """The row's dollars; "unpriced" when a model answered and no price was known (leka.exp.records)."""
+    c = r.get("cost_usd", 0.0)
+    return "unpriced" if c is None else f"${c:.4f}"
+
+
 def job_rows(d: Data, link) -> list[str]:
     levels = level_names()
     out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | vs PyTorch eager | roof | SOL | evals "
-           f"| nodes {'/'.join(levels)} | LLM calls | tokens in/out | budget used | wall | error |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           f"| nodes {'/'.join(levels)} | LLM calls | tokens in/out | cost | budget used | wall | error |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(d.rows, key=lambda r: r["job_id"]):
         href = _rel(d.exp_dir, r)
         nb = r.get("nodes_by_level") or {}
         cells = [str(bool(r.get("correct"))), _raw(r, "speedup_ref"), _raw(r, "speedup_torch"),
                  fmt_fraction(r.get("roof_fraction")), fmt_sol(r.get("sol_ref")), str(r.get("evaluations", 0)),
                  "/".join(str(nb.get(k, 0)) for k in levels), str(r.get("llm_calls", 0)),
-                 f"{r.get('input_tokens', 0)}/{r.get('output_tokens', 0)}", f"{r.get('budget_used_s') or 0:.0f}s",
+                 f"{r.get('input_tokens', 0)}/{r.get('output_tokens', 0)}", _cost(r), f"{r.get('budget_used_s') or 0:.0f}s",
                  f"{r.get('wall_s') or 0:.0f}s"]
         err = (r.get("error") or "").replace("|", "/").replace("\n", " ")[:90]
         out.append(f"| {link(r['job_id'], href)} | {r.get('level')} | " + " | ".join(link(c, href) for c in cells)

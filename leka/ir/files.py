@@ -10,13 +10,17 @@ decision, keyed by PrimFunc *name* instead of hash:
                               parse back to the very same module; used only while relax.py is unchanged
     l1/<primfunc>.json        L1: a schedule trace (JSON list of leka.sched steps) for that PrimFunc
     l1/<primfunc>.tir.py      L1: or a whole replacement PrimFunc (same buffer parameters)
-    l2/<primfunc>.cpp|.c|.ll  L2: that kernel's source; its exported symbol is `leka_<primfunc>`, or
-                              the name on a first-lines comment `// entry: NAME` (`; entry: NAME`)
+    l2/<primfunc>.cpp|.c|.ll  L2 (llvm): that kernel's source; its exported symbol is `leka_<primfunc>`,
+                              or the name on a first-lines comment `// entry: NAME` (`; entry: NAME`)
+    l2/<primfunc>.cu|.cl      L2 (cuda, opencl): the whole kernel function `<primfunc>_kernel` (or the
+                              `// entry: NAME` one), spliced into the generated source in place of
+                              TVM's; on a GPU an L1 file is a trace that binds threads
     l2/compile_options.json   L2: LLVM code-generator options, e.g. {"fast-math-contract": true}
 
-`candidate_files` owns this layout: `write_candidate` writes it, and a tree node stores it as a record
-(leka.loop.nodes: with `candidate.json`, without params.npz, plus GPU kernel texts as
-`l2/<kernel>.cu|.cl`, which reading does not take back yet), so RUN_DIR/nodes/N is a candidate folder.
+The suffixes and default symbols are each L2 language's (`L2Language.file_suffixes`, `entry_for`,
+leka/backends). `candidate_files` owns this layout: `write_candidate` writes it, and a tree node stores
+it as a record (leka.loop.nodes: with `candidate.json`, without params.npz), so RUN_DIR/nodes/N is a
+candidate folder.
 
 PrimFunc names are those of `ir.lowered_module(candidate_with_this_relax, target)` (`views/kernels.txt`
 of a workspace lists them; a node's record names entries by their recorded names). Reading applies the files as edits (`leka.edits.apply_edit`), L1 first,
@@ -34,7 +38,7 @@ from pathlib import Path
 
 from leka import ir
 from leka import tvm_adapter as A
-from leka.backends import all_backends, l2_language
+from leka.backends import all_backends, get_backend, l2_language
 from leka.core.task import Task
 from leka.core.types import Edit
 from leka.ir import Candidate
@@ -53,8 +57,9 @@ class CandidateFilesError(ValueError):
     """A candidate folder that cannot become a Candidate: the message names the file."""
 
 
-def default_entry(primfunc: str) -> str:
-    return f"leka_{primfunc}"
+def default_entry(primfunc: str, language: str = "cpp") -> str:
+    """The symbol a file of that PrimFunc defines when it declares none (the language's rule)."""
+    return l2_language(language).entry_for(primfunc)
 
 
 def candidate_files(c: Candidate, l1_names: Mapping[str, str] | None = None,
@@ -64,8 +69,8 @@ def candidate_files(c: Candidate, l1_names: Mapping[str, str] | None = None,
     `l1_names` / `l2_names`: {entry key -> PrimFunc name} of the candidate's lowering (an entry whose
     key is not there does not apply and is left out); None: each entry's recorded name. `record`: the
     form a tree node stores (leka.loop.nodes): `candidate.json` (the whole record) beside the files,
-    kernel texts of languages the folder form does not read back yet (GPU: `l2/<kernel>.cu|.cl`), no
-    params.npz (the record names the content-addressed file)."""
+    the texts of L2 languages without a file form (none of the built-in backends'), no params.npz (the
+    record names the content-addressed file)."""
     files: dict[str, str | bytes] = {"candidate.json": c.model_dump_json()} if record else {}
     files["relax.py"] = c.relax_text
     if c.relax_json:
@@ -98,10 +103,11 @@ def _l2_file(name: str, e, record: bool) -> str | None:
     """An L2 entry's file text: its source with the entry comment where its symbol is not the default."""
     lang = l2_language(e.language)
     if not lang.file_suffixes:
-        return e.text if record else None  # GPU kernel texts are not part of the folder form yet
+        return e.text if record else None  # a language that cannot be read back from a folder
     mark = ";" if lang.syntax == "llvm-ir" else "//"
     declared = _ENTRY_RE.search("\n".join(e.text.splitlines()[:5]))
-    named = (declared.group(1) if declared else default_entry(name)) == (e.entry or default_entry(name))
+    default = default_entry(name, e.language)
+    named = (declared.group(1) if declared else default) == (e.entry or default)
     return e.text if named else f"{mark} entry: {e.entry}\n" + e.text  # the text changes only when it must
 
 
@@ -141,7 +147,10 @@ def _relax_json(d: Path, text: str) -> str | None:
 
 def write_views(c: Candidate, folder: str | Path, root_params=None) -> Path:
     """Read-only reference beside a candidate: the PrimFunc table, each PrimFunc's unscheduled TIR
-    (what an L1 trace applies to) and the C prototype an L2 source must define."""
+    (what an L1 trace applies to), and what an L2 file starts from, by the backend's first L2
+    language: a linked one's C prototypes (`l2_prototypes.txt`), a spliced one's generated kernels
+    (`sources/<primfunc><suffix>`, to copy and edit) with the schedule they run under
+    (`scheduled/<primfunc>.py`: the default GPU schedule, thread binding included)."""
     from leka.ir import l2 as L2
     from leka.ir import views as V
 
@@ -150,11 +159,23 @@ def write_views(c: Candidate, folder: str | Path, root_params=None) -> Path:
     target = A.make_target(c.backend)
     (d / "kernels.txt").write_text(V.kernel_table_text(c, target, root_params) + "\n")
     layers = ir.lower_layers(c, target, root_params)
+    lang = get_backend(c.backend).l2[0] if get_backend(c.backend).l2 else None
     protos = []
+    scheduled = A.prim_funcs(layers.scheduled)
     for name, f in A.prim_funcs(layers.unscheduled).items():
         (d / "tir" / f"{name}.py").write_text(f.script())
-        protos.append(f"// {name}\n{L2.cpp_prototype(default_entry(name), A.buffer_signature(f))}")
-    (d / "l2_prototypes.txt").write_text("\n\n".join(protos) + "\n")
+        if lang is None:
+            continue
+        if lang.linked:
+            protos.append(f"// {name}\n{L2.cpp_prototype(default_entry(name, lang.name), A.buffer_signature(f))}")
+        elif lang.file_suffixes and name in scheduled:
+            (d / "scheduled").mkdir(exist_ok=True)
+            (d / "sources").mkdir(exist_ok=True)
+            (d / "scheduled" / f"{name}.py").write_text(scheduled[name].script())
+            (d / "sources" / f"{name}{lang.file_suffixes[0]}").write_text(
+                V.source_view(c, name, target, max_chars=1 << 30, root_params=root_params) + "\n")
+    if protos:
+        (d / "l2_prototypes.txt").write_text("\n\n".join(protos) + "\n")
     return d
 
 
@@ -186,9 +207,10 @@ def _edits(folder: Path) -> list[tuple[str, Edit]]:
             m = _ENTRY_RE.search("\n".join(text.splitlines()[:5]))
             out.append((f"l2/{p.name}", Edit(level="L2", kind="source", target=p.stem, payload={
                 "language": suffixes[p.suffix], "text": text,
-                "entry": m.group(1) if m else default_entry(p.stem)})))
+                "entry": m.group(1) if m else default_entry(p.stem, suffixes[p.suffix])})))
         elif p.is_file():
-            raise CandidateFilesError(f"l2/{p.name}: expected <primfunc>.cpp|.c|.ll or compile_options.json")
+            raise CandidateFilesError(f"l2/{p.name}: expected <primfunc>{'|'.join(sorted(suffixes))} or "
+                                      "compile_options.json")
     return out
 
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from leka.core.types import Edit
 from leka.llm.base import Completion
-from leka.llm.prompting import EDIT_KINDS, L0_PASSES, L2_LANGUAGES, levels_of
+from leka.llm.prompting import ANY_LEVEL, EDIT_KINDS, L0_PASSES, L2_LANGUAGES, levels_of
 
 
 class ParseError(ValueError):
@@ -147,7 +147,7 @@ def _normalise(it: dict[str, Any], level: str, default_target: str | None) -> di
     it = dict(it)
     if "level" in it:
         it["level"] = _level(it["level"])
-    elif level != "oneshot":
+    elif level not in ANY_LEVEL:
         it["level"] = level
     payload = it.get("payload")
     if isinstance(payload, list) and (it.get("kind") == "trace" or it.get("level") == "L1"):
@@ -172,15 +172,15 @@ def _normalise(it: dict[str, Any], level: str, default_target: str | None) -> di
 
 
 def parse_edits(data: Any, level: str, *, default_target: str | None = None) -> tuple[list[Edit], list[str]]:
-    """(well-formed edits, one error per rejected item). `level` is the agent's level ("oneshot": any).
+    """(well-formed edits, one error per rejected item). `level` is the agent's level (ANY_LEVEL: any).
     `default_target` names the kernel an edit without a target is for (the one the prompt showed)."""
     if isinstance(data, dict) and "edits" in data:
         items = data["edits"]
     elif isinstance(data, dict) and ("kind" in data or "payload" in data):
         items = [data]
-    elif isinstance(data, dict) and isinstance(data.get("trace"), list) and level in ("L1", "oneshot"):
+    elif isinstance(data, dict) and isinstance(data.get("trace"), list) and level in ("L1", *ANY_LEVEL):
         items = [{"level": "L1", "kind": "trace", **data}]
-    elif (isinstance(data, list) and data and level in ("L1", "oneshot")
+    elif (isinstance(data, list) and data and level in ("L1", *ANY_LEVEL)
           and all(isinstance(x, dict) and "prim" in x for x in data)):
         items = [{"level": "L1", "kind": "trace", "payload": {"trace": data}}]  # a bare trace
     else:

@@ -28,7 +28,7 @@ PROMPTS_DIR = Path(str(resources.files("prompts")))
 # each level's template is its spec's (a name under prompts/, or an absolute path for a level defined
 # outside the package); the one-shot agent and the router are no level
 TEMPLATES = LiveTable(lambda: {**{lv: spec.template for lv, spec in LEVEL_SPECS.items()}, "oneshot": "oneshot.j2",
-                               "router": "hw_sensing.j2"})
+                               "flat": "flat.j2", "router": "hw_sensing.j2"})
 
 L0_PASSES = tuple(L0_PASS_REGISTRY)  # the names the IR layer applies, in registry order
 L2_LANGUAGES = l2_languages()
@@ -51,9 +51,13 @@ ROUTE_TOOL_NAME = "route"
 EDIT_TOOL_NAME = "propose_edits"
 
 
+# the agents that are no level and may emit edits of any level: the one-shot writer and the flat arm's
+ANY_LEVEL = ("oneshot", "flat")
+
+
 def levels_of(level: str) -> list[str]:
-    """Levels an agent may emit edits for: its own, or every level for the one-shot agent."""
-    return list(EDIT_KINDS) if level == "oneshot" else [level]
+    """Levels an agent may emit edits for: its own, or every level for the agents of ANY_LEVEL."""
+    return list(EDIT_KINDS) if level in ANY_LEVEL else [level]
 
 
 def edit_tool(level: str) -> dict[str, Any]:

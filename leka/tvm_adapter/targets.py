@@ -39,6 +39,12 @@ def target_json(target: tvm.target.Target) -> dict[str, Any]:
             if k in ("kind", "mcpu", "num-cores", "arch", "keys")}
 
 
+def max_threads_per_block(target: tvm.target.Target) -> int | None:
+    """A GPU target's threads per block (work-items per work-group); None for a CPU target."""
+    n = target.attrs.get("max_threads_per_block", None) or target.attrs.get("max_num_threads", None)
+    return int(n) if n is not None and target.kind.name != "llvm" else None
+
+
 def vector_lanes_fp32(target: tvm.target.Target) -> int:
     """fp32 lanes of the widest vector register the target has (for vectorise factors)."""
     if target.kind.name != "llvm":
