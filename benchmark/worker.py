@@ -26,7 +26,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmark import baselines, gpu_timing, isolated, memory, process_state, sandbox, sandbox_timing, timing
+from benchmark import (
+    baselines,
+    engines,
+    gpu_timing,
+    isolated,
+    memory,
+    process_state,
+    sandbox,
+    sandbox_timing,
+    timing,
+)
 from benchmark import refs as refstore
 from benchmark.outputs import _nbytes, _np, compare, host_view  # noqa: F401 - re-exported (rpc_runner, tests)
 from benchmark.roots import load_root
@@ -112,6 +122,7 @@ class JobState:
     gpu: bool = False  # the backend's CUDA runtime (benchmark/gpu_timing.py): GPU lock, device timer, faults
     dmem: Any = None  # gpu_timing.DeviceMemory while this child holds the GPU
     torch_call: Any = None  # a torch / torch.compile baseline, compiled before the GPU lock
+    base_call: Any = None  # a PyTorch / engine baseline's call on the CPU, made before the guard's snapshot
     sandboxed: bool = False  # the candidate runs in a sandboxed worker (benchmark/isolated.py)
     pool: Any = None  # sandbox.Pool: the input pool the workers map read-only
     workers: dict[str, Any] = field(default_factory=dict)  # role -> sandbox.SandboxWorker
@@ -142,6 +153,13 @@ def prepare(st: JobState) -> bool:
     if refused:
         _err(res, "bad_input", refused)
         return False
+    if job.get("time") and job.get("baseline"):
+        refused = baselines.refusal(job["baseline"], st.backend)  # the backend's table (leka/backends)
+        if refused:
+            _err(res, "bad_input", refused)
+            return False
+        res.extra["baseline_name"] = engines.label(job["baseline"], device=baselines.engine_device(
+            job["baseline"], st.backend), threads=job.get("threads", 2), trials=int(job.get("trials") or 64))
     st.seeds = _check_seeds(st)
     st.target = A.make_target(st.backend)
     st.gpu = get_backend(st.backend).cuda
@@ -186,6 +204,10 @@ def build(st: JobState) -> bool:
             job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
             ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True),
             memory_cfg=st.plan.memory_cfg, executable_only=device_worker))
+    elif job.get("time") and _converts(st):  # an engine's conversion, in children, beside the build
+        st.base_prep = _Background(lambda: baselines.prebuild(
+            job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
+            cache_dir=job.get("cache_dir")))
     t0 = time.perf_counter()
     try:
         # kernels compiled by earlier evaluations are loaded, not rebuilt; an export needs one
@@ -209,6 +231,12 @@ def build(st: JobState) -> bool:
     res.planned_memory_bytes = A.planned_memory_bytes(st.built.lowered, st.target)
     if st.base_prep is not None:
         st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
+        if _converts(st):
+            try:
+                st.base_prep.result()
+            except engines.BaselineUnsupported as e:
+                _err(res, "baseline_unsupported", f"{res.extra.get('baseline_name', job['baseline'])}: {e}")
+                return False
     if st.gpu:
         _hold_gpu(st, None if device_worker else A.device_for(st.backend))
     elif isolated.on_device(st):
@@ -227,13 +255,20 @@ def build(st: JobState) -> bool:
     return True
 
 
+def _converts(st: JobState) -> bool:
+    """The baseline is made from files converted ahead (an engine's model, torch.compile's warm cache)."""
+    kind = st.job.get("baseline")
+    return kind in engines.ENGINES or (kind == "torch_compile" and not st.gpu)
+
+
 def _hold_gpu(st: JobState, dev) -> None:
     """Builds overlap across evaluation children; checks and timing hold the GPU alone (released when
     this child exits, whatever ends it). A torch baseline is compiled before, on the CPU's time."""
     job = st.job
-    if dev is not None and job.get("time") and job.get("baseline") in ("torch", "torch_compile"):
+    if dev is not None and job.get("time") and job.get("baseline") in baselines.PY_KINDS:
         st.torch_call = gpu_timing.torch_gpu_call(job["baseline"], st.task.make_model(),
-                                                  [_np(t) for t in st.task.make_inputs(0)])
+                                                  [_np(t) for t in st.task.make_inputs(0)],
+                                                  prepared=st.base_prep.result() if st.base_prep else None)
     gpu_timing.hold_gpu_lock()  # until this child exits
     # a CUDA fault can abort the process before it writes a result: this marker tells the runner that
     # the child died on the GPU (benchmark/runner.py reports that as gpu_fault)
@@ -302,6 +337,7 @@ def check(st: JobState) -> bool:
     res, t0 = st.res, time.perf_counter()
     seeds = st.seeds or _check_seeds(st)
     keep = _timing_sets(st, len(seeds))
+    _python_baseline(st)  # before the guard's snapshot: what torch.compile and the engines set is not the candidate's
     st.guard = process_state.Guard() if st.cfg.get("process_check", True) else None
     max_abs = max_rel = 0.0
     out_bytes = 0
@@ -332,8 +368,6 @@ def check(st: JobState) -> bool:
             st.inputs_by_seed.append(inputs)
             st.refs_by_seed.append(refs)
         del inputs, refs
-    if st.job.get("time") and st.job.get("baseline") in ("torch", "torch_compile", "ort"):
-        st.model = st.ref_model or st.task.make_model()  # the baseline is the model itself
     res.max_abs_err, res.max_rel_err = max_abs, max_rel
     res.correct = True
     res.check_s = time.perf_counter() - t0
@@ -343,6 +377,20 @@ def check(st: JobState) -> bool:
         st.dmem.sample()
         res.peak_device_bytes = st.dmem.bytes()
     return True
+
+
+def _python_baseline(st: JobState) -> None:
+    """A PyTorch / engine baseline timed in this process: its model, its call made (a session, a compile
+    and its first run) before the process state is recorded, so that what they set is not the candidate's."""
+    job = st.job
+    if not (job.get("time") and job.get("baseline") in baselines.PY_KINDS) or st.gpu:
+        return
+    st.model = st.ref_model = st.ref_model or st.task.make_model()  # the baseline is the model itself
+    kind = job["baseline"]
+    st.base_call = baselines.python_call(kind, st.model, st.base_prep.result() if st.base_prep else None,
+                                         st.backend, job.get("threads", 2))
+    if kind == "torch_compile":
+        st.base_call([torch.from_numpy(_np(t).copy()) for t in st.task.make_inputs(0)])  # compiles
 
 
 def _guard_ok(st: JobState, where: str) -> bool:
@@ -438,7 +486,8 @@ def time_step(st: JobState) -> bool:
                                 input_sets=st.inputs_by_seed[:n_sets] if n_sets > 1 else None,
                                 so_cache=cfg.get("baseline_cache", True),
                                 check=_baseline_check(st) if n_sets > 1 else None,
-                                hold=st.plan.hold, memory_cfg=st.plan.memory_cfg)
+                                hold=st.plan.hold, memory_cfg=st.plan.memory_cfg, py_call=st.base_call,
+                                threads=job.get("threads", 2))
     cand = _candidate_timer(st, n_sets)
     tm = timing.judged_pairs(cand, base, cfg, res)
     if tm is None:

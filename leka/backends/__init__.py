@@ -38,6 +38,9 @@ Fields (keep the interface small; add a field here, with a default, when a backe
   default one (`agents.rules`).
 - `peaks`: datasheet roofs by arch (name, fp32 GFLOP/s, GB/s) for devices not measured here;
   `default_arch` picks one. Empty: the roofs are measured (`profilers.calibrate`).
+- `baselines`: the baseline kinds an evaluation on this backend can be timed against -> the device the
+  kind's engine runs on there ("" for TVM's own kinds; "cpu" / "cuda" for PyTorch; "CPU" / "OPENCL" for
+  MNN's backends...). The judge asks this table (`benchmark.baselines.refusal`), never the name.
 - `rank`: where the CLI lists it (then by name).
 """
 
@@ -98,6 +101,7 @@ class Backend:
     rule_agents: dict[str, str] = field(default_factory=dict)
     peaks: dict[str, tuple[str, float, float]] = field(default_factory=dict)
     default_arch: str = ""
+    baselines: dict[str, str] = field(default_factory=lambda: {"untuned": "", "tuned": ""})
     rank: int = 100
 
     @property

@@ -48,4 +48,8 @@ BACKEND = Backend(
     unavailable=unavailable, l2=(CUDA_C,), domain="robotics", gpu=True, cuda=True,
     source_hook="tvm_callback_cuda_postproc", resources={"CPU": 1.0, "GPU": 1.0},
     rule_agents={"L2": "agents.l2_cuda:RuleCudaL2Agent"}, peaks=PEAKS, default_arch="sm_90", rank=1,
+    # torch.compile with CUDA graphs (mode="reduce-overhead") is what a user would deploy at batch 1: the
+    # plain kind times host launch overhead on 10-50 us tasks; TensorRT through ONNX where it is installed
+    baselines={"untuned": "", "tuned": "", "torch": "cuda", "torch_compile": "cuda", "torch_compile_cg": "cuda",
+               "tensorrt": "cuda"},
 )

@@ -28,4 +28,6 @@ BACKEND = Backend(
         L2Language("c", "c", compiler="c", file_suffixes=(".c",)),
         L2Language("llvm", "ll", compiler="llvm-ir", syntax="llvm-ir", file_suffixes=(".ll",))),
     compile_options=COMPILE_OPTIONS, kernel_cache=True, resources={"CPU": 1.0},
+    # the production engines a user of this CPU would run instead (benchmark/engines.py)
+    baselines={"untuned": "", "tuned": "", "torch": "cpu", "torch_compile": "cpu", "ort": "CPU", "mnn": "CPU"},
 )

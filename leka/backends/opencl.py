@@ -56,4 +56,7 @@ BACKEND = Backend(
     rule_agents={"L1": "agents.l1_opencl:OpenCLRuleL1Agent", "L2": "agents.l2_opencl:OpenCLRuleL2Agent"},
     # RK3588-class board: a guess until measured over RPC
     peaks={"opencl": ("mobile-gpu-mali-g610", 500.0, 50.0)}, default_arch="opencl", rank=2,
+    # PyTorch and ONNX Runtime run on the host CPU (as before); MNN on its OpenCL backend, where the
+    # installed MNN has one (the PyPI wheel has not: a baseline_unsupported row says so)
+    baselines={"untuned": "", "tuned": "", "torch": "cpu", "ort": "CPU", "mnn": "OPENCL"},
 )
