@@ -239,3 +239,27 @@ def python_call(kind: str, model: Any, prepared: Any, backend: str, threads: int
         with torch.no_grad():
             return fn(*args)
     return call
+
+
+def converts(st: Any) -> bool:
+    """The baseline is made from files converted ahead (an engine's model, torch.compile's warm cache)."""
+    kind = st.job.get("baseline")
+    return kind in engines.ENGINES or (kind == "torch_compile" and not st.gpu)
+
+
+def python_baseline(st: Any) -> None:
+    """A PyTorch / engine baseline timed in this process: its model, its call made (a session, a compile
+    and its first run) before the process state is recorded, so that what they set is not the candidate's."""
+    job = st.job
+    if not (job.get("time") and job.get("baseline") in PY_KINDS) or st.gpu:
+        return
+    st.model = st.ref_model = st.ref_model or st.task.make_model()  # the baseline is the model itself
+    kind = job["baseline"]
+    st.base_call = python_call(kind, st.model, st.base_prep.result() if st.base_prep else None,
+                              st.backend, job.get("threads", 2))
+    if kind == "torch_compile":
+        import torch
+
+        from benchmark.outputs import _np
+
+        st.base_call([torch.from_numpy(_np(t).copy()) for t in st.task.make_inputs(0)])  # compiles

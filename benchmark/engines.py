@@ -59,7 +59,7 @@ def label(kind: str, *, device: str = "", threads: int | None = None, trials: in
     on_gpu = device in ("cuda", "OPENCL")
     where = device.upper() if on_gpu else f"CPU, {n} thread{'s' if n != 1 else ''}"
     return {
-        "untuned": "untuned TVM (default lowering)",
+        "untuned": "untuned TVM",
         "tuned": f"MetaSchedule-tuned TVM ({trials} trials)",
         "torch": f"PyTorch {tv} eager, {where}",
         "torch_compile": f"torch.compile (inductor, default mode), PyTorch {tv}, {where}",
@@ -223,7 +223,7 @@ def call(kind: str, path: Path | str, *, threads: int, device: str = "CPU") -> C
     if kind == "mnn":
         return _mnn_call(Path(path), threads, device)
     if kind == "tensorrt":
-        raise BaselineUnsupported("TensorRT runs on the GPU only (benchmark/gpu_timing.py engine_gpu_call)")
+        raise BaselineUnsupported("TensorRT runs on the GPU only (`engine_gpu_call`, timed by benchmark/gpu_timing.py)")
     raise ValueError(f"{kind!r} is not an engine baseline ({', '.join(ENGINES)})")
 
 
@@ -236,6 +236,9 @@ def _mnn_call(path: Path, threads: int, device: str) -> Callable[[list[Any]], li
     onnx_model = onnx.load(str(path.with_name("model.onnx")), load_external_data=False)
     inames = [i.name for i in onnx_model.graph.input]
     onames = [o.name for o in onnx_model.graph.output]
+    # the ONNX outputs' static shapes: MNN may hand back a squeezed dimension as 1 (a Conv1d's (N, C, L)
+    # as (N, C, L, 1)), the same values in another shape
+    oshapes = [tuple(d.dim_value for d in o.type.tensor_type.shape.dim) for o in onnx_model.graph.output]
     # precision "high": fp32 arithmetic (MNN's default "normal" may compute in fp16 where the CPU has it)
     rt = nn.create_runtime_manager(({"backend": device, "numThread": int(threads), "precision": "high"},))
     mod = nn.load_module_from_file(str(path), inames, onames, runtime_manager=rt)
@@ -245,9 +248,49 @@ def _mnn_call(path: Path, threads: int, device: str) -> Callable[[list[Any]], li
         out = mod.forward(ins)
         outs = out if isinstance(out, (list, tuple)) else [out]
         # read() waits for the computation; its array is a view of the Var's memory, freed with it: copied
-        return [np.array(o.read()) for o in outs]
+        got = [np.array(o.read()) for o in outs]
+        return [g.reshape(sh) if sh and all(sh) and g.shape != sh and g.size == int(np.prod(sh)) else g
+                for g, sh in zip(got, oshapes, strict=False)]
 
     return run
+
+
+def engine_gpu_call(kind: str, plan, inputs, keep_outputs: bool = False) -> Callable[[], Any]:
+    """TensorRT's engine (the serialized `plan` file) on CUDA, its buffers torch tensors: call() enqueues
+    one inference on torch's current stream (timed by its CUDA events). `keep_outputs`: call() returns the
+    outputs as numpy arrays, synchronised (the conversion child's check)."""
+    import numpy as np
+    import tensorrt as trt
+    import torch
+
+    if kind != "tensorrt":
+        raise ValueError(f"{kind!r} is not a GPU engine")
+    logger = trt.Logger(trt.Logger.WARNING)
+    engine = trt.Runtime(logger).deserialize_cuda_engine(Path(plan).read_bytes())
+    ctx = engine.create_execution_context()
+    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+    ins = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+    outs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
+    bufs = {}
+    for n, a in zip(ins, inputs, strict=True):
+        bufs[n] = torch.from_numpy(a.copy()).to("cuda")
+        ctx.set_input_shape(n, tuple(a.shape))
+    for n in outs:
+        dt = torch.from_numpy(np.zeros(0, dtype=trt.nptype(engine.get_tensor_dtype(n)))).dtype
+        bufs[n] = torch.empty(tuple(ctx.get_tensor_shape(n)), dtype=dt, device="cuda")
+    for n, t in bufs.items():
+        ctx.set_tensor_address(n, t.data_ptr())
+
+    def call():
+        ctx.execute_async_v3(torch.cuda.current_stream().cuda_stream)
+        if keep_outputs:
+            torch.cuda.synchronize()
+            return [bufs[n].cpu().numpy() for n in outs]
+        return None
+
+    call()
+    torch.cuda.synchronize()
+    return call
 
 
 # ----------------------------------------------------------------------------- the children
@@ -358,8 +401,6 @@ def _verify(kind: str, task_path: str, path: str, device: str, threads: str, out
         want = refs.flat_outputs(task.make_model()(*[torch.from_numpy(a.copy()) for a in ins]))
     try:
         if kind == "tensorrt":
-            from benchmark.gpu_timing import engine_gpu_call
-
             got = engine_gpu_call(kind, Path(path), ins, keep_outputs=True)()
         else:
             got = call(kind, Path(path), threads=int(threads), device=device)(ins)

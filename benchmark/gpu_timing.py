@@ -148,6 +148,8 @@ def torch_gpu_call(kind: str, model, inputs, prepared=None) -> Callable[[], None
     on the plan `prepared` by benchmark/engines.py). Compiled and warmed up here: the evaluation child
     does this before it takes the GPU lock, so a compile (tens of seconds) does not hold the GPU."""
     if kind == "tensorrt":
+        from benchmark.engines import engine_gpu_call
+
         return engine_gpu_call(kind, prepared, inputs)
     import torch
 
@@ -165,44 +167,6 @@ def torch_gpu_call(kind: str, model, inputs, prepared=None) -> Callable[[], None
     # every kind warms the allocator
     for _ in range(3 if kind == "torch_compile_cg" else 2):
         call()
-    torch.cuda.synchronize()
-    return call
-
-
-def engine_gpu_call(kind: str, plan, inputs, keep_outputs: bool = False) -> Callable[[], Any]:
-    """TensorRT's engine (the serialized `plan` file) on CUDA, its buffers torch tensors: call() enqueues
-    one inference on torch's current stream (timed by its CUDA events). `keep_outputs`: call() returns the
-    outputs as numpy arrays, synchronised (the conversion child's check)."""
-    import numpy as np
-    import tensorrt as trt
-    import torch
-
-    if kind != "tensorrt":
-        raise ValueError(f"{kind!r} is not a GPU engine")
-    logger = trt.Logger(trt.Logger.WARNING)
-    engine = trt.Runtime(logger).deserialize_cuda_engine(Path(plan).read_bytes())
-    ctx = engine.create_execution_context()
-    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
-    ins = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
-    outs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
-    bufs = {}
-    for n, a in zip(ins, inputs, strict=True):
-        bufs[n] = torch.from_numpy(a.copy()).to("cuda")
-        ctx.set_input_shape(n, tuple(a.shape))
-    for n in outs:
-        dt = torch.from_numpy(np.zeros(0, dtype=trt.nptype(engine.get_tensor_dtype(n)))).dtype
-        bufs[n] = torch.empty(tuple(ctx.get_tensor_shape(n)), dtype=dt, device="cuda")
-    for n, t in bufs.items():
-        ctx.set_tensor_address(n, t.data_ptr())
-
-    def call():
-        ctx.execute_async_v3(torch.cuda.current_stream().cuda_stream)
-        if keep_outputs:
-            torch.cuda.synchronize()
-            return [bufs[n].cpu().numpy() for n in outs]
-        return None
-
-    call()
     torch.cuda.synchronize()
     return call
 

@@ -204,7 +204,7 @@ def build(st: JobState) -> bool:
             job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
             ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True),
             memory_cfg=st.plan.memory_cfg, executable_only=device_worker))
-    elif job.get("time") and _converts(st):  # an engine's conversion, in children, beside the build
+    elif job.get("time") and baselines.converts(st):  # an engine's conversion, in children, beside the build
         st.base_prep = _Background(lambda: baselines.prebuild(
             job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
             cache_dir=job.get("cache_dir")))
@@ -231,7 +231,7 @@ def build(st: JobState) -> bool:
     res.planned_memory_bytes = A.planned_memory_bytes(st.built.lowered, st.target)
     if st.base_prep is not None:
         st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
-        if _converts(st):
+        if baselines.converts(st):
             try:
                 st.base_prep.result()
             except engines.BaselineUnsupported as e:
@@ -253,12 +253,6 @@ def build(st: JobState) -> bool:
             _err(res, "runtime", f"starting the sandboxed worker: {e}")
             return False
     return True
-
-
-def _converts(st: JobState) -> bool:
-    """The baseline is made from files converted ahead (an engine's model, torch.compile's warm cache)."""
-    kind = st.job.get("baseline")
-    return kind in engines.ENGINES or (kind == "torch_compile" and not st.gpu)
 
 
 def _hold_gpu(st: JobState, dev) -> None:
@@ -337,7 +331,7 @@ def check(st: JobState) -> bool:
     res, t0 = st.res, time.perf_counter()
     seeds = st.seeds or _check_seeds(st)
     keep = _timing_sets(st, len(seeds))
-    _python_baseline(st)  # before the guard's snapshot: what torch.compile and the engines set is not the candidate's
+    baselines.python_baseline(st)  # before the guard's snapshot: what torch.compile and the engines set is not the candidate's
     st.guard = process_state.Guard() if st.cfg.get("process_check", True) else None
     max_abs = max_rel = 0.0
     out_bytes = 0
@@ -377,20 +371,6 @@ def check(st: JobState) -> bool:
         st.dmem.sample()
         res.peak_device_bytes = st.dmem.bytes()
     return True
-
-
-def _python_baseline(st: JobState) -> None:
-    """A PyTorch / engine baseline timed in this process: its model, its call made (a session, a compile
-    and its first run) before the process state is recorded, so that what they set is not the candidate's."""
-    job = st.job
-    if not (job.get("time") and job.get("baseline") in baselines.PY_KINDS) or st.gpu:
-        return
-    st.model = st.ref_model = st.ref_model or st.task.make_model()  # the baseline is the model itself
-    kind = job["baseline"]
-    st.base_call = baselines.python_call(kind, st.model, st.base_prep.result() if st.base_prep else None,
-                                         st.backend, job.get("threads", 2))
-    if kind == "torch_compile":
-        st.base_call([torch.from_numpy(_np(t).copy()) for t in st.task.make_inputs(0)])  # compiles
 
 
 def _guard_ok(st: JobState, where: str) -> bool:
