@@ -34,6 +34,9 @@ from typing import Any
 
 ENGINES = ("ort", "mnn", "tensorrt")  # the kinds converted through ONNX
 CONVERT_TIMEOUT_S = 600.0
+# part of every cached file's stamp: raise it when this module's conversion or check changes what a
+# cached file or refusal means (a refusal cached by an older check is then tried again)
+REVISION = 2
 
 
 class BaselineUnsupported(RuntimeError):
@@ -109,6 +112,7 @@ def _reason(text: str) -> str:
 def _cached(d: Path, name: str, stamp: str, make: Callable[[Path], None]) -> Path:
     """d/name made once per stamp (the versions that made it); a refusal is kept as d/name.refused."""
     out, refused, stamp_file = d / name, d / f"{name}.refused", d / f"{name}.stamp"
+    stamp = f"r{REVISION} {stamp}"
     if stamp_file.is_file() and stamp_file.read_text() == stamp:
         if out.is_file():
             return out
@@ -244,7 +248,10 @@ def _mnn_call(path: Path, threads: int, device: str) -> Callable[[list[Any]], li
     mod = nn.load_module_from_file(str(path), inames, onames, runtime_manager=rt)
 
     def run(args: list[Any]) -> list[Any]:
-        ins = [F.const(np.ascontiguousarray(a), list(a.shape), F.NCHW) for a in args]
+        # MNN keeps integer tensors as int32 (its converter turns ONNX's int64 into int32), and its
+        # const() reads an array as float unless told its dtype: indices go as int32, as an MNN user would
+        ins = [F.const(np.ascontiguousarray(a, dtype=np.int32), list(a.shape), F.NCHW, F.int)
+               if a.dtype.kind in "iu" else F.const(np.ascontiguousarray(a), list(a.shape), F.NCHW) for a in args]
         out = mod.forward(ins)
         outs = out if isinstance(out, (list, tuple)) else [out]
         # read() waits for the computation; its array is a view of the Var's memory, freed with it: copied

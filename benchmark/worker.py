@@ -199,15 +199,7 @@ def build(st: JobState) -> bool:
             _err(res, "illegal_source", l2_guard.describe(found))
             return False
     device_worker = st.sandboxed and isolated.on_device(st)  # the device is the worker's, never the judge's
-    if job.get("time") and job.get("baseline") in ("untuned", "tuned") and cfg.get("overlap_baseline_build", True):
-        st.base_prep = _Background(lambda: baselines.prebuild(
-            job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
-            ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True),
-            memory_cfg=st.plan.memory_cfg, executable_only=device_worker))
-    elif job.get("time") and baselines.converts(st):  # an engine's conversion, in children, beside the build
-        st.base_prep = _Background(lambda: baselines.prebuild(
-            job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
-            cache_dir=job.get("cache_dir")))
+    _start_baseline(st, device_worker)
     t0 = time.perf_counter()
     try:
         # kernels compiled by earlier evaluations are loaded, not rebuilt; an export needs one
@@ -231,12 +223,8 @@ def build(st: JobState) -> bool:
     res.planned_memory_bytes = A.planned_memory_bytes(st.built.lowered, st.target)
     if st.base_prep is not None:
         st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
-        if baselines.converts(st):
-            try:
-                st.base_prep.result()
-            except engines.BaselineUnsupported as e:
-                _err(res, "baseline_unsupported", f"{res.extra.get('baseline_name', job['baseline'])}: {e}")
-                return False
+        if not _baseline_ready(st):
+            return False
     if st.gpu:
         _hold_gpu(st, None if device_worker else A.device_for(st.backend))
     elif isolated.on_device(st):
@@ -252,6 +240,35 @@ def build(st: JobState) -> bool:
         except (sandbox.WorkerDied, sandbox.WorkerError) as e:
             _err(res, "runtime", f"starting the sandboxed worker: {e}")
             return False
+    return True
+
+
+def _start_baseline(st: JobState, device_worker: bool) -> None:
+    """The baseline's preparation on a second thread, beside the candidate's build: a TVM baseline's
+    build, or an engine's conversion (child processes, benchmark/engines.py)."""
+    job, cfg = st.job, st.cfg
+    if not job.get("time"):
+        return
+    if job.get("baseline") in ("untuned", "tuned") and cfg.get("overlap_baseline_build", True):
+        st.base_prep = _Background(lambda: baselines.prebuild(
+            job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
+            ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True),
+            memory_cfg=st.plan.memory_cfg, executable_only=device_worker))
+    elif baselines.converts(st):
+        st.base_prep = _Background(lambda: baselines.prebuild(
+            job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
+            cache_dir=job.get("cache_dir")))
+
+
+def _baseline_ready(st: JobState) -> bool:
+    """An engine that cannot take the task is the evaluation's `baseline_unsupported` row, with its reason."""
+    if not baselines.converts(st):
+        return True
+    try:
+        st.base_prep.result()
+    except engines.BaselineUnsupported as e:
+        _err(st.res, "baseline_unsupported", f"{st.res.extra.get('baseline_name', st.job['baseline'])}: {e}")
+        return False
     return True
 
 
