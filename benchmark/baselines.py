@@ -1,12 +1,13 @@
 """Baselines a candidate is timed against: untuned TVM (the default lowering), MetaSchedule-tuned
-TVM (JSON database cached per task / target / trials and reused), PyTorch eager, ONNX Runtime."""
+TVM (JSON database cached per task / target / trials and reused), PyTorch eager, torch.compile (plain;
+with CUDA graphs on CUDA), and the production engines of benchmark/engines.py (ONNX Runtime, MNN,
+TensorRT). Which kinds a backend takes is its record's (`Backend.baselines`): `refusal` asks it."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmark import engines
 from benchmark.roots import cache_root, load_root
 from benchmark.task import Task
 from benchmark.timing import Timer, looped_timer, rotating_timer, tvm_timer
@@ -22,7 +24,24 @@ from leka import tvm_adapter as A
 from leka.backends import get_backend
 from leka.core.devices import parse_device
 
-BASELINES = ("untuned", "tuned", "torch", "torch_compile", "ort")  # torch_compile: cuda only
+# every kind; a backend takes those of its record's `baselines` (leka/backends/*.py)
+BASELINES = ("untuned", "tuned", "torch", "torch_compile", "torch_compile_cg", "ort", "mnn", "tensorrt")
+PY_KINDS = ("torch", "torch_compile", "torch_compile_cg", *engines.ENGINES)  # timed as Python calls, not TVM VMs
+
+
+def refusal(kind: str, backend: str) -> str | None:
+    """Why `kind` cannot time an evaluation on `backend` (one line), or None: the backend's table says."""
+    if kind not in BASELINES:
+        return f"unknown baseline {kind!r}; use one of {', '.join(BASELINES)}"
+    takes = get_backend(backend).baselines
+    if kind not in takes:
+        return f"baseline {kind!r} does not run with backend {backend!r}; it takes {', '.join(takes)}"
+    return None
+
+
+def engine_device(kind: str, backend: str) -> str:
+    """The device the kind's engine runs on for this backend (its table's entry: "CPU", "OPENCL", "cuda")."""
+    return get_backend(backend).baselines.get(kind, "")
 
 
 def remote_device(device: Any = None) -> dict[str, Any] | None:
@@ -134,7 +153,13 @@ def prebuild(kind: str, *, task: Task, root: ir.Root, backend: str, target, ms_d
     """The baseline's VM for the TVM kinds (build + link: the slow part of a Level-3 evaluation, which
     the evaluation child runs on a second thread while the candidate builds, and which `so_cache`
     does once per machine: `cached_executable`); None for the others. `executable_only`: the built
-    executable, no VM (a sandboxed device worker loads it: the judge never touches the device)."""
+    executable, no VM (a sandboxed device worker loads it: the judge never touches the device). An
+    engine kind's model file, converted and verified in child processes (benchmark/engines.py; raises
+    engines.BaselineUnsupported where the engine cannot take the task)."""
+    if kind in engines.ENGINES:
+        return engines.prepare(kind, task, device=engine_device(kind, backend), cache_dir=cache_dir)
+    if kind == "torch_compile" and not get_backend(backend).gpu:
+        return engines.warm_compile(task, cache_dir)
     if kind == "untuned":
         mod = ir.lower_layers(ir.root_candidate(task, backend, root), target, root.params).scheduled
     elif kind == "tuned":
@@ -170,10 +195,12 @@ def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, in
                model: Any, ms_dir: str | None = None, cache_dir: str | None = None,
                runner: A.VMRunner | None = None, input_sets: list[list[np.ndarray]] | None = None,
                so_cache: bool = True, check: Callable[[int, Any], None] | None = None,
-               hold: int | None = None, memory_cfg: str | None = None) -> Timer:
+               hold: int | None = None, memory_cfg: str | None = None, py_call: Callable | None = None,
+               threads: int | None = None) -> Timer:
     """A Timer for the baseline, built in the evaluation child (or given prebuilt). With `input_sets`
     (two or more) its calls rotate through them exactly as the candidate's do; else `inputs`, fixed.
-    `check(k, last_output)` runs after each sample, untimed, as the candidate's does."""
+    `check(k, last_output)` runs after each sample, untimed, as the candidate's does. `py_call`: the
+    PyTorch / engine baseline's call(list of inputs), made before the guard's snapshot (`python_call`)."""
     sets = input_sets if input_sets and len(input_sets) > 1 else None
     if kind in ("untuned", "tuned"):
         runner = runner or prebuild(kind, task=task, root=root, backend=backend, target=target, ms_dir=ms_dir,
@@ -181,34 +208,58 @@ def make_timer(kind: str, *, task: Task, root: ir.Root, backend: str, target, in
         if sets:
             return vm_rotating_timer(runner, sets, check=check, hold=hold)
         return tvm_timer(runner, runner.to_device(inputs))
-    if kind == "torch":
+    if kind in PY_KINDS:
+        fn = py_call or python_call(kind, model, prebuild(kind, task=task, root=root, backend=backend, target=target,
+                                                          cache_dir=cache_dir), backend, threads)
+        if kind in engines.ENGINES:
+            return rotating_timer(fn, [[x] for x in (sets or [inputs])])
         import torch
 
-        tsets = [[torch.from_numpy(a.copy()) for a in x] for x in (sets or [inputs])]
-
-        def call(*tin):
-            with torch.no_grad():
-                return model(*tin)
-
-        return rotating_timer(call, tsets, check=check if sets else None)
-    if kind == "ort":
-        sess, _ = ort_session(model, inputs)
-        names = [i.name for i in sess.get_inputs()]
-        feeds = [[dict(zip(names, x, strict=True))] for x in (sets or [inputs])]
-        return rotating_timer(lambda f: sess.run(None, f), feeds)
+        tsets = [[[torch.from_numpy(a.copy()) for a in x]] for x in (sets or [inputs])]
+        return rotating_timer(fn, tsets, check=check if sets else None)
     raise ValueError(f"unknown baseline {kind!r}; use one of {', '.join(BASELINES)}")
 
 
-def ort_session(model, inputs: list[np.ndarray]):
-    import onnxruntime as ort
+def python_call(kind: str, model: Any, prepared: Any, backend: str, threads: int | None = None) -> Callable:
+    """A PyTorch or engine baseline on the CPU as call(list of inputs) -> outputs: torch eager, torch.compile
+    (compiled and run once here: its compile is not timed), or the engine's session on `prepared` (the
+    file `prebuild` made). Torch kinds take torch tensors, engines numpy arrays."""
+    n = int(threads or len(os.sched_getaffinity(0)))
+    if kind in engines.ENGINES:
+        return engines.call(kind, prepared, threads=n, device=engine_device(kind, backend))
     import torch
 
-    tin = tuple(torch.from_numpy(a.copy()) for a in inputs)
-    path = Path(tempfile.mkdtemp(prefix="leka-ort-")) / "model.onnx"
-    with torch.no_grad():
-        torch.onnx.export(model, tin, str(path), dynamo=True, external_data=False)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = len(os.sched_getaffinity(0))
-    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
-    return sess, dict(zip(names, inputs, strict=True))
+    if kind == "torch_compile_cg":
+        raise engines.BaselineUnsupported("torch.compile with CUDA graphs runs on CUDA only")
+    if kind == "torch_compile" and prepared:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(prepared)  # the caches warm_compile filled
+    fn = torch.compile(model) if kind == "torch_compile" else model
+
+    def call(args):
+        with torch.no_grad():
+            return fn(*args)
+    return call
+
+
+def converts(st: Any) -> bool:
+    """The baseline is made from files converted ahead (an engine's model, torch.compile's warm cache)."""
+    kind = st.job.get("baseline")
+    return kind in engines.ENGINES or (kind == "torch_compile" and not st.gpu)
+
+
+def python_baseline(st: Any) -> None:
+    """A PyTorch / engine baseline timed in this process: its model, its call made (a session, a compile
+    and its first run) before the process state is recorded, so that what they set is not the candidate's."""
+    job = st.job
+    if not (job.get("time") and job.get("baseline") in PY_KINDS) or st.gpu:
+        return
+    st.model = st.ref_model = st.ref_model or st.task.make_model()  # the baseline is the model itself
+    kind = job["baseline"]
+    st.base_call = python_call(kind, st.model, st.base_prep.result() if st.base_prep else None,
+                              st.backend, job.get("threads", 2))
+    if kind == "torch_compile":
+        import torch
+
+        from benchmark.outputs import _np
+
+        st.base_call([torch.from_numpy(_np(t).copy()) for t in st.task.make_inputs(0)])  # compiles

@@ -65,7 +65,7 @@ def result_table(res) -> Table:
     tab.add_column("value")
     rows = [
         ("compiled", res.compiled), ("correct", res.correct), ("error_kind", res.error_kind),
-        ("error", (res.error or "")[:160]), ("baseline", res.baseline),
+        ("error", (res.error or "")[:160]), ("baseline", res.extra.get("baseline_name") or res.baseline),
         ("speedup [interval]", fmt_interval(res.speedup, res.speedup_lo, res.speedup_hi) if res.speedup else None),
         ("faster (lower bound > 1)", res.is_faster(1.0) if res.speedup else None),
         ("t_candidate", f"{res.t_candidate_s * 1e3:.3f} ms" if res.t_candidate_s else None),
@@ -92,7 +92,8 @@ def eval_cmd(
                                    "leka/ir/files.py), a run folder (its best node), RUN_DIR/nodes/N, a "
                                    "candidate JSON, or lifted-params TVMScript (L0)"),
     backend: str = backend_option(),
-    baseline: str = typer.Option("untuned", "--baseline", help="untuned | tuned | torch | torch_compile (cuda) | ort"),
+    baseline: str = typer.Option("untuned", "--baseline", help="untuned | tuned | torch | torch_compile | ort | mnn "
+                                 "(CPU); torch_compile_cg | tensorrt (CUDA); the backend's table says which"),
     trials: int = typer.Option(64, "--trials", help="MetaSchedule trials for --baseline tuned"),
     json_out: Path = typer.Option(None, "--json", help="write the result as JSON here"),
     timeout: float = typer.Option(None, "--timeout", help="seconds before the evaluation is killed"),
@@ -108,8 +109,9 @@ def eval_cmd(
     from leka.core.types import EvalResult
     from leka.ir.files import CandidateFilesError, load_candidate
 
-    if baseline not in baselines.BASELINES:
-        raise UserError(f"unknown baseline {baseline!r}; use one of {', '.join(baselines.BASELINES)}")
+    refused = baselines.refusal(baseline, backend)  # the backend's record says which kinds it takes
+    if refused:
+        raise UserError(refused)
     if candidate is not None and not candidate.exists():
         raise UserError(f"candidate {candidate} not found")
     cfg = load_config(config_files, config)

@@ -57,7 +57,7 @@ class Evaluator:
             "candidate": candidate.model_dump(mode="json") if candidate is not None else None,
             "evaluator": self.cfg.model_dump(mode="json"), "baseline": kind if time_it else None,
             "time": time_it, "profile": profile, "export": export, "cache_dir": self.cache_dir,
-            "threads": len(os.sched_getaffinity(0)), "device": self.device,
+            "threads": len(os.sched_getaffinity(0)), "device": self.device, "trials": self.baseline.trials,
         }
         ext = extension_modules()
         if ext:  # levels registered at run time: the child registers them too, so it lowers alike

@@ -141,21 +141,31 @@ def torch_cuda_timer(fn: Callable[[], Any], flusher):
     return Timer(sample)
 
 
-def torch_gpu_call(kind: str, model, inputs) -> Callable[[], None]:
-    """PyTorch on the GPU, ready to time: `torch` (eager) or `torch_compile` (torch.compile, default
-    mode). Compiled and warmed up here: the evaluation child does this before it takes the GPU lock,
-    so a compile (tens of seconds) does not hold the GPU from the other evaluations."""
+def torch_gpu_call(kind: str, model, inputs, prepared=None) -> Callable[[], None]:
+    """A PyTorch or engine baseline on the GPU, ready to time: `torch` (eager), `torch_compile`
+    (torch.compile, default mode), `torch_compile_cg` (mode="reduce-overhead": CUDA graphs, what a user
+    deploys at batch 1, where the plain kinds time the host's launches), `tensorrt` (`engine_gpu_call`
+    on the plan `prepared` by benchmark/engines.py). Compiled and warmed up here: the evaluation child
+    does this before it takes the GPU lock, so a compile (tens of seconds) does not hold the GPU."""
+    if kind == "tensorrt":
+        from benchmark.engines import engine_gpu_call
+
+        return engine_gpu_call(kind, prepared, inputs)
     import torch
 
     m = model.to("cuda").eval()
     tin = [torch.from_numpy(a.copy()).to("cuda") for a in inputs]
-    fn = torch.compile(m) if kind == "torch_compile" else m
+    fn = {"torch": m, "torch_compile": None, "torch_compile_cg": None}[kind]
+    if fn is None:
+        fn = torch.compile(m, mode="reduce-overhead" if kind == "torch_compile_cg" else None)
 
     def call():
         with torch.no_grad():
             fn(*tin)
 
-    for _ in range(2):  # torch.compile compiles on the first call; both kinds warm the allocator
+    # torch.compile compiles on the first call and (reduce-overhead) records its graphs on later ones;
+    # every kind warms the allocator
+    for _ in range(3 if kind == "torch_compile_cg" else 2):
         call()
     torch.cuda.synchronize()
     return call
@@ -177,9 +187,10 @@ def baseline_timer(kind: str, *, task, root, target, inputs, model, ms_dir, cach
         runner = runner or baselines.prebuild(kind, task=task, root=root, backend="cuda", target=target,
                                               ms_dir=ms_dir, cache_dir=cache_dir)
         return tvm_gpu_timer(runner, runner.to_device(inputs), flusher)
-    if kind in ("torch", "torch_compile"):
+    if kind in ("torch", "torch_compile", "torch_compile_cg", "tensorrt"):
         return torch_cuda_timer(torch_call or torch_gpu_call(kind, model, inputs), flusher)
-    raise ValueError(f"baseline {kind!r} does not run on the GPU; use untuned, tuned, torch or torch_compile")
+    raise ValueError(f"baseline {kind!r} does not run on the GPU; use untuned, tuned, torch, torch_compile, "
+                     "torch_compile_cg or tensorrt")
 
 
 def time_step(st: Any) -> bool:

@@ -111,21 +111,6 @@ def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool) -> 
         guard_inputs=lambda lo, hi, fd: A.call_loop.install_input_guard(lo, hi, fd, cache))
 
 
-def _py_call(kind: str, model: Any, first_inputs: list[Any]) -> Any:
-    """A torch or ONNX Runtime baseline as call(args) -> outputs (in the worker, after its setup)."""
-    import torch
-
-    if kind == "ort":
-        sess, _ = baselines.ort_session(model, first_inputs)
-        names = [x.name for x in sess.get_inputs()]
-        return lambda args: sess.run(None, dict(zip(names, args, strict=True)))
-
-    def call(args):
-        with torch.no_grad():
-            return model(*args)
-    return call
-
-
 def _py_records(out: Any, keep: list[Any]) -> list[tuple[int, int, Any, tuple[int, ...]]]:
     """(address, bytes, dtype, shape) of each output array; the arrays stay alive in `keep`."""
     import torch
@@ -142,9 +127,10 @@ def _py_records(out: Any, keep: list[Any]) -> list[tuple[int, int, Any, tuple[in
     return [(a.ctypes.data, a.nbytes, a.dtype, a.shape)]
 
 
-def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Served:
-    """torch / ONNX Runtime baselines: trusted code in a worker of its own (not sandboxed: torch.compile
-    and ONNX Runtime open files and start threads), calls in a Python loop."""
+def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepared: Any) -> sandbox.Served:
+    """PyTorch / engine baselines: trusted code in a worker of its own (not sandboxed: torch.compile and
+    the engines open files and start threads), calls in a Python loop. `prepared`: an engine's model
+    file, converted and verified by the judge before the fork (benchmark/engines.py)."""
     import ctypes
 
     threads = int(st.job.get("threads", 2))
@@ -162,10 +148,12 @@ def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec]) -> sandbox.Se
             if key not in views:
                 s = specs[i]
                 arr = np.frombuffer(buf, dtype=s.dtype, count=s.numel, offset=pool.starts[i] + off).reshape(s.shape)
-                views[key] = torch.from_numpy(arr) if kind == "torch" else arr
+                views[key] = arr if kind in baselines.engines.ENGINES else torch.from_numpy(arr)
             return views[key]
 
-        call = _py_call(kind, model, [view(i, 0) for i in range(len(specs))])
+        call = baselines.python_call(kind, model, prepared, st.backend, threads)
+        if kind == "torch_compile":  # compiled on its first call, here, before the judge times anything
+            call([view(i, 0) for i in range(len(specs))])
         held: deque[Any] = deque(maxlen=hold or None)  # the request's kept outputs (as the C++ loop's)
         keep: list[Any] = []  # contiguous copies and arrays whose addresses were reported
         k = len(specs)
@@ -234,7 +222,8 @@ def start(st: Any) -> None:
             base_served = served(base)
         else:
             st.model = st.model or st.task.make_model()
-            base_served = _py_served(st, kind, specs)
+            prepared = st.base_prep.result() if st.base_prep is not None else None
+            base_served = _py_served(st, kind, specs, prepared)
         st.workers["baseline"] = sandbox.start(base_served, pool, "baseline", data_limit=cap)
     pool.map_rw()
     import torch

@@ -26,7 +26,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmark import baselines, gpu_timing, isolated, memory, process_state, sandbox, sandbox_timing, timing
+from benchmark import (
+    baselines,
+    engines,
+    gpu_timing,
+    isolated,
+    memory,
+    process_state,
+    sandbox,
+    sandbox_timing,
+    timing,
+)
 from benchmark import refs as refstore
 from benchmark.outputs import _nbytes, _np, compare, host_view  # noqa: F401 - re-exported (rpc_runner, tests)
 from benchmark.roots import load_root
@@ -112,6 +122,7 @@ class JobState:
     gpu: bool = False  # the backend's CUDA runtime (benchmark/gpu_timing.py): GPU lock, device timer, faults
     dmem: Any = None  # gpu_timing.DeviceMemory while this child holds the GPU
     torch_call: Any = None  # a torch / torch.compile baseline, compiled before the GPU lock
+    base_call: Any = None  # a PyTorch / engine baseline's call on the CPU, made before the guard's snapshot
     sandboxed: bool = False  # the candidate runs in a sandboxed worker (benchmark/isolated.py)
     pool: Any = None  # sandbox.Pool: the input pool the workers map read-only
     workers: dict[str, Any] = field(default_factory=dict)  # role -> sandbox.SandboxWorker
@@ -142,6 +153,13 @@ def prepare(st: JobState) -> bool:
     if refused:
         _err(res, "bad_input", refused)
         return False
+    if job.get("time") and job.get("baseline"):
+        refused = baselines.refusal(job["baseline"], st.backend)  # the backend's table (leka/backends)
+        if refused:
+            _err(res, "bad_input", refused)
+            return False
+        res.extra["baseline_name"] = engines.label(job["baseline"], device=baselines.engine_device(
+            job["baseline"], st.backend), threads=job.get("threads", 2), trials=int(job.get("trials") or 64))
     st.seeds = _check_seeds(st)
     st.target = A.make_target(st.backend)
     st.gpu = get_backend(st.backend).cuda
@@ -181,11 +199,7 @@ def build(st: JobState) -> bool:
             _err(res, "illegal_source", l2_guard.describe(found))
             return False
     device_worker = st.sandboxed and isolated.on_device(st)  # the device is the worker's, never the judge's
-    if job.get("time") and job.get("baseline") in ("untuned", "tuned") and cfg.get("overlap_baseline_build", True):
-        st.base_prep = _Background(lambda: baselines.prebuild(
-            job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
-            ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True),
-            memory_cfg=st.plan.memory_cfg, executable_only=device_worker))
+    _start_baseline(st, device_worker)
     t0 = time.perf_counter()
     try:
         # kernels compiled by earlier evaluations are loaded, not rebuilt; an export needs one
@@ -209,6 +223,8 @@ def build(st: JobState) -> bool:
     res.planned_memory_bytes = A.planned_memory_bytes(st.built.lowered, st.target)
     if st.base_prep is not None:
         st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
+        if not _baseline_ready(st):
+            return False
     if st.gpu:
         _hold_gpu(st, None if device_worker else A.device_for(st.backend))
     elif isolated.on_device(st):
@@ -227,13 +243,43 @@ def build(st: JobState) -> bool:
     return True
 
 
+def _start_baseline(st: JobState, device_worker: bool) -> None:
+    """The baseline's preparation on a second thread, beside the candidate's build: a TVM baseline's
+    build, or an engine's conversion (child processes, benchmark/engines.py)."""
+    job, cfg = st.job, st.cfg
+    if not job.get("time"):
+        return
+    if job.get("baseline") in ("untuned", "tuned") and cfg.get("overlap_baseline_build", True):
+        st.base_prep = _Background(lambda: baselines.prebuild(
+            job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
+            ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True),
+            memory_cfg=st.plan.memory_cfg, executable_only=device_worker))
+    elif baselines.converts(st):
+        st.base_prep = _Background(lambda: baselines.prebuild(
+            job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
+            cache_dir=job.get("cache_dir")))
+
+
+def _baseline_ready(st: JobState) -> bool:
+    """An engine that cannot take the task is the evaluation's `baseline_unsupported` row, with its reason."""
+    if not baselines.converts(st):
+        return True
+    try:
+        st.base_prep.result()
+    except engines.BaselineUnsupported as e:
+        _err(st.res, "baseline_unsupported", f"{st.res.extra.get('baseline_name', st.job['baseline'])}: {e}")
+        return False
+    return True
+
+
 def _hold_gpu(st: JobState, dev) -> None:
     """Builds overlap across evaluation children; checks and timing hold the GPU alone (released when
     this child exits, whatever ends it). A torch baseline is compiled before, on the CPU's time."""
     job = st.job
-    if dev is not None and job.get("time") and job.get("baseline") in ("torch", "torch_compile"):
+    if dev is not None and job.get("time") and job.get("baseline") in baselines.PY_KINDS:
         st.torch_call = gpu_timing.torch_gpu_call(job["baseline"], st.task.make_model(),
-                                                  [_np(t) for t in st.task.make_inputs(0)])
+                                                  [_np(t) for t in st.task.make_inputs(0)],
+                                                  prepared=st.base_prep.result() if st.base_prep else None)
     gpu_timing.hold_gpu_lock()  # until this child exits
     # a CUDA fault can abort the process before it writes a result: this marker tells the runner that
     # the child died on the GPU (benchmark/runner.py reports that as gpu_fault)
@@ -302,6 +348,7 @@ def check(st: JobState) -> bool:
     res, t0 = st.res, time.perf_counter()
     seeds = st.seeds or _check_seeds(st)
     keep = _timing_sets(st, len(seeds))
+    baselines.python_baseline(st)  # before the guard's snapshot: what torch.compile and the engines set is not the candidate's
     st.guard = process_state.Guard() if st.cfg.get("process_check", True) else None
     max_abs = max_rel = 0.0
     out_bytes = 0
@@ -332,8 +379,6 @@ def check(st: JobState) -> bool:
             st.inputs_by_seed.append(inputs)
             st.refs_by_seed.append(refs)
         del inputs, refs
-    if st.job.get("time") and st.job.get("baseline") in ("torch", "torch_compile", "ort"):
-        st.model = st.ref_model or st.task.make_model()  # the baseline is the model itself
     res.max_abs_err, res.max_rel_err = max_abs, max_rel
     res.correct = True
     res.check_s = time.perf_counter() - t0
@@ -438,7 +483,8 @@ def time_step(st: JobState) -> bool:
                                 input_sets=st.inputs_by_seed[:n_sets] if n_sets > 1 else None,
                                 so_cache=cfg.get("baseline_cache", True),
                                 check=_baseline_check(st) if n_sets > 1 else None,
-                                hold=st.plan.hold, memory_cfg=st.plan.memory_cfg)
+                                hold=st.plan.hold, memory_cfg=st.plan.memory_cfg, py_call=st.base_call,
+                                threads=job.get("threads", 2))
     cand = _candidate_timer(st, n_sets)
     tm = timing.judged_pairs(cand, base, cfg, res)
     if tm is None:

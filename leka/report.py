@@ -54,7 +54,7 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         "timed_evaluations": sum(1 for n in nodes if n.result is not None and n.result.speedup is not None),
         "loaded_evaluations": sum(1 for n in nodes if n.result is not None and n.result.loaded),
         "ci_level": cfg.evaluator.ci_level,
-        "baseline": baseline_label(cfg.baseline.kind, cfg.baseline.trials),
+        "baseline": baseline_label(cfg.baseline.kind, cfg.baseline.trials, cfg.backend),
         "best_correct": bool(best_node and best_node.result.correct),
         "best_timing_valid": bool(best_node and best_node.result.timing_valid),
         "nodes_by_level": by_level, "nodes_total": len(nodes),
@@ -118,10 +118,12 @@ def export_best(run_dir: Path, task: Task, tree: Tree, best_node, evaluator) -> 
     return {"error": res.error or "export failed"}
 
 
-def baseline_label(kind: str, trials: int) -> str:
-    """What a speedup is measured against, in words (summary.json, report.md, the live view)."""
-    return {"untuned": "untuned TVM", "tuned": f"MetaSchedule-tuned TVM ({trials} trials)",
-            "torch": "PyTorch eager", "ort": "ONNX Runtime"}.get(kind, kind)
+def baseline_label(kind: str, trials: int, backend: str = "llvm") -> str:
+    """What a speedup is measured against, in words, version and settings included (summary.json,
+    report.md, the live view): benchmark/engines.py names every kind, e.g. "MNN 3.6.1 CPU, 2 threads, fp32"."""
+    from benchmark import baselines, engines
+
+    return engines.label(kind, device=baselines.engine_device(kind, backend), trials=trials)
 
 
 def tuner_summary(run_dir: Path) -> dict[str, Any]:

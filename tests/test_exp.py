@@ -260,7 +260,8 @@ def test_store_accepts_only_the_current_attempt(tmp_path):
 
 
 def test_run_labels_name_the_baseline(tmp_path):
-    """With baseline.kind=torch the summary, report.md and live summary say PyTorch eager, and the
+    """With baseline.kind=torch the summary, report.md and live summary say PyTorch eager (with its
+    version and threads: benchmark/engines.py label), and the
     old `best_speedup_vs_untuned` key is absent (it stays only where the baseline is untuned TVM)."""
     r = _leka("run", "--task", "l1_gelu_tanh", "--max-evals", "1", "--budget", "5m", "--out", str(tmp_path),
               "--set", "baseline.kind=torch", "--set", "evaluator.seeds=[0]", "--set", "evaluator.max_pairs=3",
@@ -268,10 +269,11 @@ def test_run_labels_name_the_baseline(tmp_path):
     assert r.returncode in (0, 1), r.stderr[-1500:]
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     s = json.loads((run_dir / "summary.json").read_text())
-    assert s["baseline"] == "PyTorch eager" and "best_speedup_vs_untuned" not in s and s["best_speedup"]
+    assert s["baseline"].startswith("PyTorch 2.") and " eager, CPU, " in s["baseline"] and s["best_speedup"]
+    assert "best_speedup_vs_untuned" not in s
     md = (run_dir / "report.md").read_text()
-    assert "speedup vs PyTorch eager" in md and "untuned" not in md
-    assert "best speedup vs PyTorch eager" in r.stdout
+    assert f"speedup vs {s['baseline']}" in md and "untuned" not in md
+    assert "best speedup vs PyTorch" in r.stdout
 
 
 def test_flat_agent_interleaves_levels_and_tells_each_agent_its_level():

@@ -35,8 +35,6 @@ from leka.backends import get_backend
 from leka.core.config import LekaConfig, dump_config
 
 CONTRACT = Path(__file__).with_name("claude_code_contract.md")
-BASELINE_DESC = {"untuned": "TVM's default lowering of the same model (untuned)",
-                 "tuned": "MetaSchedule-tuned TVM", "torch": "PyTorch eager", "ort": "ONNX Runtime"}
 
 _MEASURE = r'''#!$python
 """Evaluate a candidate folder with this run's evaluator: ./measure [FOLDER]  (default: candidate)."""
@@ -108,6 +106,16 @@ def machine_text(backend: str, target) -> str:
             f"{A.vector_lanes_fp32(target)}")
 
 
+def baseline_desc(cfg: LekaConfig) -> str:
+    """The baseline in the contract's words: the engines' names, version and settings included."""
+    from benchmark import baselines, engines
+
+    if cfg.baseline.kind == "untuned":
+        return "TVM's default lowering of the same model (untuned)"
+    return engines.label(cfg.baseline.kind, device=baselines.engine_device(cfg.baseline.kind, cfg.backend),
+                         trials=cfg.baseline.trials)
+
+
 def write_contract(ws: Path, cfg: LekaConfig, budget_s: float, machine: str, threads: int | None = None) -> None:
     from leka.ir import sched
 
@@ -115,7 +123,7 @@ def write_contract(ws: Path, cfg: LekaConfig, budget_s: float, machine: str, thr
     fill = {"max_threads": str(threads or "the target's")}
     text = Template(CONTRACT.read_text()).safe_substitute(
         budget_min=f"{budget_s / 60:g}", primitives=", ".join(sorted(sched.PRIMITIVES)),
-        baseline_desc=BASELINE_DESC.get(cfg.baseline.kind, cfg.baseline.kind), machine=machine,
+        baseline_desc=baseline_desc(cfg), machine=machine,
         backend_l1=Template(b.contract_l1).safe_substitute(fill),
         backend_l2=Template(b.contract_l2).safe_substitute(fill))
     (ws / "CONTRACT.md").write_text(text)

@@ -40,6 +40,9 @@ Fields (keep the interface small; add a field here, with a default, when a backe
   `default_arch` picks one. Empty: the roofs are measured (`profilers.calibrate`).
 - `roof_device`: the torch device whose matmul and copy measure this backend's roof on its host
   (`leka bench roof --backend`; cached, then preferred to `peaks`); "": only the datasheet.
+- `baselines`: the baseline kinds an evaluation on this backend can be timed against -> the device the
+  kind's engine runs on there ("" for TVM's own kinds; "cpu" / "cuda" for PyTorch; "CPU" / "OPENCL" for
+  MNN's backends...). The judge asks this table (`benchmark.baselines.refusal`), never the name.
 - `rank`: where the CLI lists it (then by name).
 - `runtime_env`: the environment variables a candidate's run needs from the parent process (the
   OpenCL plugin and ICD paths, the visible GPUs), handed to `./measure` by the Claude Code arm.
@@ -110,6 +113,7 @@ class Backend:
     peaks: dict[str, tuple[str, float, float]] = field(default_factory=dict)
     default_arch: str = ""
     roof_device: str = ""
+    baselines: dict[str, str] = field(default_factory=lambda: {"untuned": "", "tuned": ""})
     rank: int = 100
     # the Claude Code arm's contract (leka/arms/claude_code_contract.md): what an L1 file means on this
     # backend, with an example trace (`contract_l1`), and the L2 files' bullet (`contract_l2`); Markdown,

@@ -57,4 +57,8 @@ BACKEND = Backend(
     contract_l2=gpu_l2(".cu", "CUDA C", 'extern "C" __global__ void', "It is compiled with the generated module "
                        "(nvcc or NVRTC, for this GPU's arch); warp intrinsics (`__shfl_down_sync`), "
                        "`__shared__` arrays and `__launch_bounds__` are available."),
+    # torch.compile with CUDA graphs (mode="reduce-overhead") is what a user would deploy at batch 1: the
+    # plain kind times host launch overhead on 10-50 us tasks; TensorRT through ONNX where it is installed
+    baselines={"untuned": "", "tuned": "", "torch": "cuda", "torch_compile": "cuda", "torch_compile_cg": "cuda",
+               "tensorrt": "cuda"},
 )

@@ -50,4 +50,6 @@ BACKEND = Backend(
         L2Language("llvm", "ll", compiler="llvm-ir", syntax="llvm-ir", file_suffixes=(".ll",))),
     compile_options=COMPILE_OPTIONS, kernel_cache=True, resources={"CPU": 1.0},
     contract_l1=CONTRACT_L1, contract_l2=CONTRACT_L2,
+    # the production engines a user of this CPU would run instead (benchmark/engines.py)
+    baselines={"untuned": "", "tuned": "", "torch": "cpu", "torch_compile": "cpu", "ort": "CPU", "mnn": "CPU"},
 )

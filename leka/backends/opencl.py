@@ -64,4 +64,7 @@ BACKEND = Backend(
     contract_l2=gpu_l2(".cl", "OpenCL C", "__kernel void", "It is built by the OpenCL platform's compiler "
                        "(PoCL on a CPU, or the board's driver); `native_*` math builtins and "
                        "`__attribute__((reqd_work_group_size(x, y, z)))` are available."),
+    # PyTorch and ONNX Runtime run on the host CPU (as before); MNN on its OpenCL backend, where the
+    # installed MNN has one (the PyPI wheel has not: a baseline_unsupported row says so)
+    baselines={"untuned": "", "tuned": "", "torch": "cpu", "ort": "CPU", "mnn": "OPENCL"},
 )

@@ -106,7 +106,10 @@ class EvaluatorConfig(_Section):
 
 
 class BaselineConfig(_Section):
-    kind: Literal["untuned", "tuned", "torch", "torch_compile", "ort"] = "untuned"  # torch_compile: GPUs
+    # which backend takes which kind: its record's `baselines` (leka/backends/*.py); torch_compile_cg and
+    # tensorrt on CUDA, mnn on the CPU (and MNN's OpenCL backend where the install has one)
+    kind: Literal["untuned", "tuned", "torch", "torch_compile", "torch_compile_cg", "ort", "mnn",
+                  "tensorrt"] = "untuned"
     trials: int = 64
     cache_dir: str = ".leka-cache"
 

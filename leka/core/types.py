@@ -31,6 +31,7 @@ ErrorKind = Literal[
     "mismatch",  # values outside tolerance
     "nan",  # NaN / Inf where the reference has none
     "input_mutated",  # the candidate wrote into one of its inputs
+    "baseline_unsupported",  # the baseline engine cannot take the task (its reason: benchmark/engines.py)
     "timeout",  # the child process ran past its wall-clock limit
     "oom",  # the child process went over its memory cap
     "crash",  # the child process died (segfault, abort) without a result

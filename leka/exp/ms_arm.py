@@ -115,7 +115,7 @@ def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
             anytime.append((r["clock_s"], top))
     return ArmOutcome(run_dir=run_dir, candidate=best_cand, evaluations=len(rounds),
                       budget_used_s=round(clock, 2), anytime=anytime,
-                      run_baseline=baseline_label(lcfg.baseline.kind, lcfg.baseline.trials),
+                      run_baseline=baseline_label(lcfg.baseline.kind, lcfg.baseline.trials, lcfg.backend),
                       extra={"ms_trials": trials, "ms_rounds": len(rounds),
                              # a first round longer than the budget is kept (else there is no answer), and said
                              "first_round_over_budget": bool(rounds and rounds[0]["clock_s"] > job.budget_s)})
