@@ -128,6 +128,10 @@ def test_status_and_report_regenerate_identically(grid):
     exp_dir = grid["exp_dir"]
     r = _leka("exp", "status", str(exp_dir), timeout=120)
     assert r.returncode == 0 and "12 done (3 failed)" in r.stdout.replace("\n", " "), r.stdout
+    # per cell: each arm's 4 jobs done, the broken task's one failed; nothing left, so no time left
+    for arm in ("leka", "flat", "routing_random"):
+        assert re.search(rf"llvm\W+{arm}\W+4/4\W+1\W+0", r.stdout), r.stdout
+    assert "ETA: 0.0 min" in r.stdout, r.stdout
     md1, html1 = (exp_dir / "report.md").read_text(), (exp_dir / "report.html").read_text()
     r = _leka("exp", "report", str(exp_dir), timeout=300)
     assert r.returncode == 0, r.stderr

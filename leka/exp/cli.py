@@ -97,8 +97,39 @@ def status_cmd(exp_dir: str = typer.Argument(..., help="EXP_DIR")) -> None:
             t.add_row(jid, state, str(attempt), "" if correct is None else str(bool(correct)),
                       f"{sp:.2f}x" if sp else "-", (err or "")[:70])
         console.print(t)
+        console.print(_cells_table(st))
+        eta = _eta_s(st)
+        print(f"ETA: {'unknown (no job finished yet)' if eta is None else f'{eta / 60:.1f} min'}")
     finally:
         st.close()
+
+
+def _cells_table(st) -> Table:
+    """Progress per cell (backend x arm over tasks and seeds): done / all, failed, running."""
+    cells: dict[tuple[str, str], list[int]] = {}
+    for spec, state, correct, err in st.conn.execute("SELECT spec, state, correct, error FROM jobs"):
+        j = json.loads(spec)
+        c = cells.setdefault((j["backend"], j["arm"]), [0, 0, 0, 0])  # all, done, failed, running
+        c[0] += 1
+        c[1] += state == "done"
+        c[2] += state == "done" and not correct and err is not None
+        c[3] += state == "running"
+    t = Table(title="per cell")
+    for col in ("backend", "arm", "done", "failed", "running"):
+        t.add_column(col)
+    for (b, a), (n, d, f, r) in sorted(cells.items()):
+        t.add_row(b, a, f"{d}/{n}", str(f), str(r))
+    return t
+
+
+def _eta_s(st) -> float | None:
+    """Remaining budgets x the measured wall-per-budget ratio, over the jobs running now (at least one)."""
+    scale = st.time_per_budget()
+    if scale is None:
+        return None
+    left = [json.loads(s)["budget_s"] for (s,) in st.conn.execute("SELECT spec FROM jobs WHERE state != 'done'")]
+    (running,) = st.conn.execute("SELECT count(*) FROM jobs WHERE state='running'").fetchone()
+    return sum(left) * scale / max(1, running)
 
 
 @app.command("report")

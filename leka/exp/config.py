@@ -88,6 +88,9 @@ class ExpConfig(_S):
     # share (resources) while it waits on an LLM, and its evaluations queue for a measuring slot
     measure_slots: dict[str, int] = Field(default_factory=dict)
     opencl_device_key: str = "opencl-board"  # custom Ray resource a board job holds
+    # attempts a job gets when its worker dies (killed, OOM, its node lost); a driver stopped while the job
+    # ran costs an attempt too. Chaos runs raise it: every kill there is the machine's fault, not the job's
+    max_attempts: int = Field(2, ge=1)
 
     @field_validator("backends")
     @classmethod

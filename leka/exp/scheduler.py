@@ -38,7 +38,6 @@ from leka.exp.judge import execute, read_result
 from leka.exp.store import Store
 
 console = Console()
-MAX_ATTEMPTS = 2  # a job whose worker died is tried once more, then recorded as failed
 
 
 def resources_for(backend: str, cfg: C.ExpConfig) -> dict[str, float]:
@@ -218,7 +217,7 @@ def _drive(store: Store, exp_dir: Path, cfg: C.ExpConfig, pending: list, workers
                     row = ray.get(ref)
                 except Exception as e:  # noqa: BLE001 - the worker died (killed, OOM): retry once
                     row = read_result(exp_dir, C.Job.model_validate(spec), attempt)
-                    if row is None and attempt < MAX_ATTEMPTS:
+                    if row is None and attempt < cfg.max_attempts:
                         store.requeue(jid, f"worker died: {type(e).__name__}")
                         pending.append((jid, attempt, spec))
                         continue
