@@ -226,6 +226,20 @@ case $what in
     cp "$OUT/aa_rows.jsonl" "$OUT/aa_table.md" "$LOGS/" 2>/dev/null; pack
     cat "$OUT/steps.log"; tail -3 "$LOGS/gpu_tests.log"; tail -40 "$OUT/aa_table.md"
     ;;
+  gpu_all)  # every GPU-marked test of every file (issues 26, 28, 29), the device roof, the CUDA-graph baseline
+    export CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0
+    # the Claude Code CLI, where an earlier call left it (its binary travels in parts: README)
+    [ -x /tmp/claude ] && export LEKA_CLAUDE_BIN=/tmp/claude
+    check_env > "$LOGS/env.log" 2>&1
+    step gpu_all "${TESTS_LIMIT:-420}" python3 -m pytest tests/test_gpu.py tests/test_gpu_arms.py tests/test_engines.py \
+      tests/test_roof.py -m gpu -q -p no:cacheprovider -rA
+    grep -E "^(PASSED|FAILED|SKIPPED|ERROR)|passed|failed" "$LOGS/gpu_all.log" | tail -40
+    step roof "$(left)" python3 -m leka.cli bench roof --backend cuda --refresh --markdown
+    cat "$LOGS/roof.log" | tail -25
+    step cg "$(left)" python3 -m leka.cli bench eval l2_conv3x3_bn_relu --backend cuda --baseline torch_compile_cg \
+      --set baseline.cache_dir=$WORK/cache
+    tail -12 "$LOGS/cg.log"
+    ;;
   setup) check_env ;;
   smoke) s_smoke ;;
   tests) s_tests ;;
