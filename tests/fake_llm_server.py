@@ -33,6 +33,9 @@ PATH", as Claude Code writes it), so a script can name files in a workspace made
 A spec may hold several tool calls: `{"tools": [{"name": ..., "arguments": {...}}, ...]}`.
 
 A request takes the first queued spec that matches it (a spec without `when` matches any request).
+A spec with `"keep": true` stays queued when it answers: a script of kept specs, most specific first,
+answers each request by what it holds, not by its order, so several clients (a grid's workers) can
+share one server.
 When none is queued, `default` answers if set, else the most recent spec served that matches (so a
 spent script keeps answering each kind of request in kind), else the last spec served.
 
@@ -221,7 +224,8 @@ class FakeLLMServer:
         with self._lock:
             for i, spec in enumerate(self._queue):
                 if matches(spec, body):
-                    del self._queue[i]
+                    if not spec.get("keep"):
+                        del self._queue[i]
                     self._last = spec
                     self._served.append(spec)
                     return spec

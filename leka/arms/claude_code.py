@@ -8,10 +8,13 @@ same evaluator and the same wall clock as the LEKA arm.
     row.correct, row.speedup, row.turns, row.input_tokens, row.run_dir   # a ClaudeCodeResult
 
 - `task`: a suite id or the path of a KernelBench-format file; `budget_s`: the wall clock of the CLI
-  (the paper: 5400 s at Level 1, 9300 s at Levels 2-3); `model`: the name the CLI sends (a LEKA spec
-  `anthropic:NAME` is accepted); `base_url`: an Anthropic-compatible endpoint (default
-  `$ANTHROPIC_BASE_URL`, else the real service). The key is read from `$ANTHROPIC_API_KEY` only and is
-  handed to the CLI's environment, never written.
+  (the paper: 5400 s at Level 1, 9300 s at Levels 2-3); `model`: the name the CLI sends, or a LEKA
+  spec: `anthropic:NAME`, or `compat:URL|NAME` (a grid's `model:` for a local or fake server) whose
+  NAME is sent to URL without its `/v1` (the CLI appends `/v1/messages`); `base_url`: an
+  Anthropic-compatible endpoint (default: the compat spec's URL, else `$ANTHROPIC_BASE_URL`, else the
+  real service). The key is read from `$ANTHROPIC_API_KEY` only and handed to the CLI's environment,
+  never written; a compat endpoint without it gets `$LEKA_COMPAT_API_KEY` or "none", as LEKA's compat
+  provider does; its calls are unpriced (cost_usd None: the CLI would price them as Claude's).
 - `config_files` / `overrides`: LEKA config overlays and `key=value`s, as for `leka run`; the
   evaluator and baseline sections judge every candidate (`./measure` and the final re-evaluation).
 - `claude_bin`: the CLI to run (default: `$LEKA_CLAUDE_BIN`, else the binary bundled in the pinned
@@ -126,11 +129,27 @@ def cli_version(binary: str, home: Path) -> str | None:
         return None
 
 
+def model_endpoint(spec: str, base_url: str | None) -> tuple[str, str | None, bool]:
+    """(model name the CLI sends, Anthropic base URL or None, whether the spec named a compat endpoint)
+    from a name or a LEKA model spec: a grid's `model:` is the same string for every arm."""
+    if spec.startswith("anthropic:"):
+        return spec.split(":", 1)[1], base_url, False
+    if spec.startswith("compat:"):
+        url, bar, name = spec.removeprefix("compat:").rpartition("|")
+        name = name.split("?", 1)[0]  # the compat provider's ?options are not the CLI's business
+        if not bar or not url or not name:
+            raise UserError(f"model {spec!r}: compat needs compat:URL|NAME, e.g. compat:http://127.0.0.1:8000/v1|qwen")
+        url = url.rstrip("/")
+        return name, base_url or (url[:-3] if url.endswith("/v1") else url), True
+    return spec, base_url, False
+
+
 def cli_env(home: Path, base_url: str | None, model: str, max_retries: int | None,
-            eval_timeout_s: float) -> dict[str, str]:
+            eval_timeout_s: float, key: str | None = None) -> dict[str, str]:
     """A clean environment: no variable of the harness's leaks in but PATH, locale and the key."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR", "TZ")}
-    env.update(HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), ANTHROPIC_API_KEY=os.environ["ANTHROPIC_API_KEY"],
+    env.update(HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"),
+               ANTHROPIC_API_KEY=key or os.environ["ANTHROPIC_API_KEY"],
                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1",
                DISABLE_ERROR_REPORTING="1", CLAUDE_CODE_DISABLE_TERMINAL_TITLE="1",
                # one evaluation may take minutes: the Bash tool must not give up on ./measure first
@@ -308,14 +327,15 @@ def run_claude_code(task: str, *, backend: str = "llvm", budget_s: float = 5400.
     from leka.arms import workspace as W
 
     t0 = time.monotonic()
-    model = model.split(":", 1)[1] if model.startswith("anthropic:") else model
+    model, base_url, compat = model_endpoint(model, base_url)
     if not model:
         raise UserError("--model is required: the model name the Claude Code CLI sends, e.g. claude-sonnet-4-5")
     if budget_s <= 0:
         raise UserError("--budget must be positive")
     cfg = load_config(list(config_files), [*overrides, f"backend={backend}", f"run.seed={seed}"])
     require_runnable(cfg.backend, cfg.device.url)
-    if not os.environ.get("ANTHROPIC_API_KEY"):
+    key = os.environ.get("ANTHROPIC_API_KEY") or (os.environ.get("LEKA_COMPAT_API_KEY", "none") if compat else "")
+    if not key:
         raise UserError("ANTHROPIC_API_KEY is not set (any value for an endpoint without keys)")
     binary = find_cli(claude_bin)
     t = resolve(task)
@@ -331,7 +351,7 @@ def run_claude_code(task: str, *, backend: str = "llvm", budget_s: float = 5400.
     home = ws / ".home"
     res.cli_version = cli_version(binary, home)
     env = cli_env(home, base_url or os.environ.get("ANTHROPIC_BASE_URL"), model, max_retries,
-                  cfg.evaluator.timeout_s)
+                  cfg.evaluator.timeout_s, key)
     argv = cli_argv(binary, model)
     (run_dir / "command.json").write_text(json.dumps(
         {"argv": argv, "cwd": str(ws), "env_names": sorted(env), "base_url": env.get("ANTHROPIC_BASE_URL"),
@@ -346,6 +366,8 @@ def run_claude_code(task: str, *, backend: str = "llvm", budget_s: float = 5400.
     for k in ("turns", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
               "tool_calls", "cost_usd", "permission_denials"):
         setattr(res, k, got[k])
+    if compat:  # the CLI prices every model name as a Claude model: a compat server's calls are unpriced
+        res.cost_usd = None
     if not stopped and (code != 0 or got["cli_error"] or got["final"] is None):
         res.status = "failed"
         tail = (run_dir / "stderr.txt").read_text(errors="replace").strip()[-1500:]

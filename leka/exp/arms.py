@@ -129,8 +129,11 @@ def arm_claude_code(job: Job, ctx: ArmContext) -> ArmOutcome:
     from leka.arms.claude_code import run_claude_code
 
     t0 = time.monotonic()
+    # the grid's evaluator and baseline settings judge its ./measure too (same evaluator as every arm);
+    # (run_claude_code sets the backend and seed itself and reads the model spec, compat:URL|NAME too)
+    sets = [s for s in leka_overrides(job, ctx) if not s.startswith(("backend=", "run.seed="))]
     res = run_claude_code(job.task, backend=job.backend, budget_s=job.budget_s, model=ctx.cfg.model,
-                          out_dir=ctx.out, overrides=ctx.sets, seed=job.seed, quiet=ctx.quiet)
+                          out_dir=ctx.out, overrides=sets, seed=job.seed, quiet=ctx.quiet)
     run_dir = Path(res.run_dir)
     f = run_dir / "candidate.json"
     cand = ir.Candidate.model_validate_json(f.read_text()) if f.is_file() else None

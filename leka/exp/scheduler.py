@@ -5,7 +5,8 @@ Ray: by default a local Ray on 127.0.0.1 sized to `--workers` (no dashboard, no 
 object store); `--address HOST:PORT` joins a cluster instead (every node must have this project
 installed and EXP_DIR on a shared file system). A job declares its backend's resources: 1 CPU for
 llvm, 1 GPU for cuda, the custom resource `device:<key>` for an OpenCL board (a node with a board
-starts with `ray start --resources '{"device:opencl-board": 1}'`).
+starts with `ray start --resources '{"device:opencl-board": 1}'`; the local Ray offers one slot of each
+device its grid's jobs hold, this host's OpenCL platform (PoCL), so they take it in turn).
 
 Ray sets OMP_NUM_THREADS to a job's CPU count, so TVM and PyTorch measure with that many threads:
 give llvm jobs every core of a measuring slot (`resources: {llvm: {CPU: 2}}` on this 2-core machine).
@@ -55,7 +56,20 @@ def _options(res: dict[str, float]) -> dict[str, Any]:
     return {"num_cpus": r.pop("CPU", 0.0), "num_gpus": r.pop("GPU", 0.0), "resources": r, "max_retries": 0}
 
 
-def init_ray(address: str | None, workers: int, cpus_per_job: float = 1.0) -> None:
+def local_devices(jobs: list[C.Job], cfg: C.ExpConfig) -> dict[str, float]:
+    """The device resources a local Ray node offers: one slot of each device the grid's jobs hold (the
+    OpenCL platform of this host, PoCL or a board behind its tracker), so their jobs take it in turn.
+    A cluster (--address) declares its own boards with `ray start --resources`."""
+    out: dict[str, float] = {}
+    for b in sorted({j.backend for j in jobs}):
+        for k in resources_for(b, cfg):
+            if k.startswith("device:"):
+                out[k] = 1.0
+    return out
+
+
+def init_ray(address: str | None, workers: int, cpus_per_job: float = 1.0,
+             devices: dict[str, float] | None = None) -> None:
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home
@@ -72,7 +86,7 @@ def init_ray(address: str | None, workers: int, cpus_per_job: float = 1.0) -> No
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
         return
     ray.init(num_cpus=max(1, math.ceil(workers * cpus_per_job)), num_gpus=0, include_dashboard=False, log_to_driver=False,
-             object_store_memory=80 * 2**20, _node_ip_address="127.0.0.1",
+             object_store_memory=80 * 2**20, _node_ip_address="127.0.0.1", resources=dict(devices or {}),
              _system_config={"metrics_report_interval_ms": 0}, configure_logging=False)
 
 
@@ -179,7 +193,8 @@ def run_grid(exp_dir: Path, cfg: C.ExpConfig, jobs: list[C.Job], *, address: str
             return store.counts()
         todo = [C.Job.model_validate(s) for _, _, s in pending]
         prepare_baselines(cfg, todo, tune=False)  # refuses (baseline.prepare: refuse) before Ray starts
-        init_ray(address, workers, max(resources_for(j.backend, cfg).get("CPU", 0.0) for j in todo))
+        init_ray(address, workers, max(resources_for(j.backend, cfg).get("CPU", 0.0) for j in todo),
+                 local_devices(todo, cfg))
         _check_feasible(todo, cfg)
         problems = prepare_baselines(cfg, todo)
         if problems:
