@@ -163,3 +163,10 @@ def test_model_spec_to_the_clis_model_and_endpoint():
     assert model_endpoint("claude-x", "http://b") == ("claude-x", "http://b", False)
     with pytest.raises(UserError, match="compat needs"):
         model_endpoint("compat:http://h/v1", None)
+
+
+if __name__ == "__main__":  # the grid's script for a by-hand run (smoke_llm.yaml's header says how)
+    out, *backends = sys.argv[1:] or ["-"]
+    tid = yaml.safe_load(CONFIG.read_text())["tasks"]["ids"][0]
+    text = json.dumps(script({b: rule_l1_edit(tid, b) for b in backends or BACKENDS}), indent=1)
+    sys.stdout.write(text + "\n") if out == "-" else Path(out).write_text(text)

@@ -6,7 +6,8 @@ object store); `--address HOST:PORT` joins a cluster instead (every node must ha
 installed and EXP_DIR on a shared file system). A job declares its backend's resources: 1 CPU for
 llvm, 1 GPU for cuda, the custom resource `device:<key>` for an OpenCL board (a node with a board
 starts with `ray start --resources '{"device:opencl-board": 1}'`; the local Ray offers one slot of each
-device its grid's jobs hold, this host's OpenCL platform (PoCL), so they take it in turn).
+device its grid's jobs hold, this host's OpenCL platform (PoCL), so they take it in turn, and the
+GPUs Ray detects when the grid has cuda jobs).
 
 Ray sets OMP_NUM_THREADS to a job's CPU count, so TVM and PyTorch measure with that many threads:
 give llvm jobs every core of a measuring slot (`resources: {llvm: {CPU: 2}}` on this 2-core machine).
@@ -69,7 +70,9 @@ def local_devices(jobs: list[C.Job], cfg: C.ExpConfig) -> dict[str, float]:
 
 
 def init_ray(address: str | None, workers: int, cpus_per_job: float = 1.0,
-             devices: dict[str, float] | None = None) -> None:
+             devices: dict[str, float] | None = None, gpus: bool = False) -> None:
+    """`devices`: the custom resources a local node offers (local_devices); `gpus`: a local node offers
+    the GPUs Ray detects (a grid with cuda jobs), else none, so CPU jobs never see one."""
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home
@@ -85,7 +88,8 @@ def init_ray(address: str | None, workers: int, cpus_per_job: float = 1.0,
     if address:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
         return
-    ray.init(num_cpus=max(1, math.ceil(workers * cpus_per_job)), num_gpus=0, include_dashboard=False, log_to_driver=False,
+    ray.init(num_cpus=max(1, math.ceil(workers * cpus_per_job)), num_gpus=None if gpus else 0, include_dashboard=False,
+             log_to_driver=False,
              object_store_memory=80 * 2**20, _node_ip_address="127.0.0.1", resources=dict(devices or {}),
              _system_config={"metrics_report_interval_ms": 0}, configure_logging=False)
 
@@ -194,7 +198,7 @@ def run_grid(exp_dir: Path, cfg: C.ExpConfig, jobs: list[C.Job], *, address: str
         todo = [C.Job.model_validate(s) for _, _, s in pending]
         prepare_baselines(cfg, todo, tune=False)  # refuses (baseline.prepare: refuse) before Ray starts
         init_ray(address, workers, max(resources_for(j.backend, cfg).get("CPU", 0.0) for j in todo),
-                 local_devices(todo, cfg))
+                 local_devices(todo, cfg), gpus=any(resources_for(j.backend, cfg).get("GPU", 0.0) > 0 for j in todo))
         _check_feasible(todo, cfg)
         problems = prepare_baselines(cfg, todo)
         if problems:
