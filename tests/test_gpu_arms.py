@@ -79,7 +79,9 @@ def check_row(row: dict, run_dir: Path, good: str, msgs: list, backend: str, suf
     assert KERNEL in (ws / "views" / "profile.txt").read_text()
     assert "How it is judged" in json.dumps(msgs[1].body["messages"])  # the contract reached the model
     evals = [json.loads(x) for x in (run_dir / "evals.jsonl").read_text().splitlines()]
-    assert [e["correct"] for e in evals] == [False, True], evals
+    # on failure, each evaluation's verdict with its reason (a GPU run's log is all one gets back)
+    assert [e["correct"] for e in evals] == [False, True], [(e["correct"], e.get("error_kind"), e.get("error"))
+                                                           for e in evals]
     assert (run_dir / "evals" / "002" / "candidate" / "l2" / f"{KERNEL}{suffix}").read_text() == good
     # the judged row: the harness's own evaluation of the second snapshot, on this backend
     assert (run_dir / "judged.txt").read_text().strip() == "evals/002/candidate"

@@ -240,6 +240,24 @@ case $what in
       --set baseline.cache_dir=$WORK/cache
     tail -12 "$LOGS/cg.log"
     ;;
+  arms_cuda)  # issue 28 on the GPU: the Claude Code / one-shot CUDA tests, then the LLM smoke grid's cuda twin
+    export CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0
+    [ -x /tmp/claude ] && export LEKA_CLAUDE_BIN=/tmp/claude
+    step gpu_arms "${TESTS_LIMIT:-300}" python3 -m pytest tests/test_gpu_arms.py -m gpu -q -p no:cacheprovider -rA
+    grep -E "^(PASSED|FAILED|SKIPPED|ERROR)|passed|failed|^E " "$LOGS/gpu_arms.log" | tail -30
+    python3 tests/test_llm_grid.py "$WORK/smoke_llm.json" cuda > "$LOGS/smoke_script.log" 2>&1
+    python3 tests/fake_llm_server.py --port 8765 --script "$WORK/smoke_llm.json" > "$LOGS/fake_server.log" 2>&1 & srv=$!
+    sleep 2
+    rm -rf "$WORK/smoke_llm_cuda"
+    step smoke_llm_cuda "$(left)" python3 -m leka.cli exp run experiments/configs/smoke_llm_cuda.yaml --workers 2 \
+      --out "$WORK/smoke_llm_cuda"
+    kill "$srv" 2>/dev/null
+    mkdir -p "$LOGS/smoke_llm_cuda"
+    cp "$WORK"/smoke_llm_cuda/report.md "$WORK"/smoke_llm_cuda/report.html "$WORK"/smoke_llm_cuda/results.sqlite \
+      "$LOGS/smoke_llm_cuda/" 2>/dev/null
+    cp "$LOGS/smoke_llm_cuda/report.md" "$LOGS/smoke_llm_cuda/report.html" "$OUT/" 2>/dev/null
+    tail -25 "$LOGS/smoke_llm_cuda.log"
+    ;;
   setup) check_env ;;
   smoke) s_smoke ;;
   tests) s_tests ;;
