@@ -162,3 +162,17 @@ def test_failures_give_a_failed_row(tmp_path, case):
     run_dir = Path(res.run_dir)
     assert json.loads((run_dir / "result.json").read_text())["status"] == "failed"
     assert_no_key(run_dir)
+
+
+def test_measure_gets_the_harness_python_path_and_backend_variables(monkeypatch):
+    # the CLI hands `./measure` a clean environment: where the harness's packages come from PYTHONPATH
+    # (the H200's unpacked TVM and wheels), `leka bench eval` only imports if the path is carried over
+    from leka.arms.workspace import runtime_env
+
+    monkeypatch.setenv("PYTHONPATH", "/opt/x/site")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "secret")
+    env = runtime_env("cuda")
+    assert env["PYTHONPATH"] == "/opt/x/site" and env["CUDA_VISIBLE_DEVICES"] == "3"
+    assert "ANTHROPIC_API_KEY" not in env
+    assert "CUDA_VISIBLE_DEVICES" not in runtime_env("llvm")

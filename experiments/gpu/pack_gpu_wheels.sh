@@ -18,7 +18,7 @@ PKGS=(
   langgraph-sdk==0.4.14 langchain-core==1.8.3 langchain-protocol==0.0.20 langsmith==0.15.1
   jsonpatch==1.48 jsonpointer==3.12 ormsgpack==1.13.1 orjson==3.13.0 requests-toolbelt==1.0.0
   uuid-utils==0.19.0 zstandard==0.25.0 aiosqlite==0.22.1 sqlite-vec==0.1.9 tenacity==9.2.1
-  xgboost-cpu==3.2.0 sniffio==1.3.1 websockets==17.4 httpx2==2.16.2 httpcore2==2.16.2 distro==1.9.0 certifi==2026.10.19.post1
+  xgboost-cpu==3.2.0 sniffio==1.3.1 websockets==17.4 httpx2==2.16.2 httpcore2==2.16.2 truststore==0.10.5 distro==1.9.0 certifi==2026.10.19.post1
   typing-extensions==4.16.0 pyseccomp==0.1.2
   anthropic==2.14.0 openai==3.57.0 jiter==0.19.0 docstring-parser==0.18.0 opentelemetry-api==1.45.2 anyio==4.16.0
 )

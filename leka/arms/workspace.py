@@ -145,8 +145,10 @@ def write_profile(views: Path, task, start, cfg: LekaConfig) -> None:
 def runtime_env(backend: str) -> dict[str, str]:
     """What `./measure` needs of the harness's environment to run candidates where the backend runs
     (the CLI, and so the command, gets a clean one): the cache home and the backend's own variables
-    (`Backend.runtime_env`: the OpenCL plugin and ICDs, the visible GPUs), as set here."""
-    names = ("LEKA_CACHE", *get_backend(backend).runtime_env)
+    (`Backend.runtime_env`: the OpenCL plugin and ICDs, the visible GPUs), as set here. PYTHONPATH too:
+    where the harness's packages come from a path rather than a venv (the H200's unpacked TVM and
+    wheels), `leka bench eval` would not import without it."""
+    names = ("LEKA_CACHE", "PYTHONPATH", *get_backend(backend).runtime_env)
     return {k: os.environ[k] for k in names if k in os.environ}
 
 
