@@ -90,6 +90,15 @@ def time_memory(points: dict[str, list[tuple[float, float]]], title: str) -> str
                 best_mem = m
         ax.step([p[0] for p in front], [p[1] for p in front], where="post", color=line.get_facecolor()[0], lw=0.8)
     ax.set_xscale("log")
+    # over a narrow range matplotlib labels every minor tick as "1.05 x 10^0" and they overprint
+    from matplotlib.ticker import MaxNLocator, NullFormatter, NullLocator, ScalarFormatter
+
+    lo, hi = ax.get_xlim()
+    if hi / max(lo, 1e-12) < 10:  # within a decade: a few evenly spaced plain labels
+        ax.xaxis.set_major_locator(MaxNLocator(6))
+        ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("time relative to the reference (log; < 1 is faster)")
     ax.set_ylabel("peak memory (MiB)")
     ax.set_title(title)
