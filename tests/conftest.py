@@ -98,3 +98,17 @@ def pytest_unconfigure(config):
         import sys
 
         print("\n" + "\n".join(_REPORT), file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def opencl_plugin():
+    """TVM's OpenCL runtime plugin (PoCL here): built when the sources are at hand; required where CI says
+    so (LEKA_REQUIRE_OPENCL), else the test is skipped with the reason."""
+    from leka.tvm_adapter import opencl_plugin as opencl
+
+    try:
+        return opencl.ensure_plugin()
+    except opencl.OpenCLUnavailable as e:
+        if os.environ.get("LEKA_REQUIRE_OPENCL"):
+            raise
+        pytest.skip(f"no OpenCL plugin and it cannot be built here ({e}); `make opencl` builds it")

@@ -94,18 +94,6 @@ def check_row(row: dict, run_dir: Path, good: str, msgs: list, backend: str, suf
     assert row["speedup"] == final["speedup"] and row["turns"] == 7 and row["input_tokens"] > 0
 
 
-@pytest.fixture(scope="module")
-def opencl_plugin():
-    from leka.tvm_adapter import opencl_plugin as opencl
-
-    try:
-        return opencl.ensure_plugin()
-    except opencl.OpenCLUnavailable as e:
-        if os.environ.get("LEKA_REQUIRE_OPENCL"):
-            raise
-        pytest.skip(f"no OpenCL plugin and it cannot be built here ({e}); `make opencl` builds it")
-
-
 def test_claude_code_edits_an_opencl_kernel_on_pocl(opencl_plugin, tmp_path):
     row, run_dir, good, msgs = run_arm("opencl", ".cl", tmp_path)
     check_row(row, run_dir, good, msgs, "opencl", ".cl")

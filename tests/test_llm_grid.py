@@ -27,18 +27,6 @@ ARMS = ["leka", "flat", "oneshot", "claude_code"]
 BACKENDS = ["llvm", "opencl"]
 
 
-@pytest.fixture(scope="module")
-def opencl_plugin():
-    from leka.tvm_adapter import opencl_plugin as opencl
-
-    try:
-        return opencl.ensure_plugin()
-    except opencl.OpenCLUnavailable as e:
-        if os.environ.get("LEKA_REQUIRE_OPENCL"):
-            raise
-        pytest.skip(f"no OpenCL plugin and it cannot be built here ({e}); `make opencl` builds it")
-
-
 def rule_l1_edit(task_id: str, backend: str) -> dict:
     """The rule L1 agent's first edit of the task's root candidate on `backend` (a legal edit there)."""
     from agents.rules import make_rule_agents

@@ -32,13 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def plugin() -> Path:
-    try:
-        return opencl.ensure_plugin()
-    except opencl.OpenCLUnavailable as e:
-        if os.environ.get("LEKA_REQUIRE_OPENCL"):
-            raise
-        pytest.skip(f"no OpenCL plugin and it cannot be built here ({e}); `make opencl` builds it")
+def plugin(opencl_plugin) -> Path:
+    return opencl_plugin
 
 
 @pytest.fixture(scope="module")
