@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -263,3 +264,53 @@ def python_baseline(st: Any) -> None:
         from benchmark.outputs import _np
 
         st.base_call([torch.from_numpy(_np(t).copy()) for t in st.task.make_inputs(0)])  # compiles
+
+class Background:
+    """fn() on a daemon thread (a failed candidate need not wait for it); result() re-raises its error
+    where the caller would have met it had fn run inline."""
+
+    def __init__(self, fn: Callable[[], Any]):
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+        def body() -> None:
+            try:
+                self._value = fn()
+            except BaseException as e:  # noqa: BLE001 - handed to result()
+                self._error = e
+
+        self._thread = threading.Thread(target=body, name="leka-baseline", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def start_prep(st: Any, device_worker: bool, overlap: bool = True) -> Background | None:
+    """The baseline's preparation on a second thread, beside the candidate's build (`prebuild`): a TVM
+    baseline's build (`overlap`: evaluator.overlap_baseline_build), or an engine's conversion (child
+    processes, benchmark/engines.py); None when nothing is prepared ahead."""
+    job = st.job
+    if not job.get("time") or not ((job.get("baseline") in ("untuned", "tuned") and overlap) or converts(st)):
+        return None
+    return Background(lambda: prebuild(
+        job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
+        ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=st.cfg.get("baseline_cache", True),
+        memory_cfg=st.plan.memory_cfg, executable_only=device_worker))
+
+
+def prep_refusal(st: Any) -> str | None:
+    """Why an engine cannot take the task (the evaluation's `baseline_unsupported` row), or None."""
+    if not converts(st):
+        return None
+    try:
+        st.base_prep.result()
+    except engines.BaselineUnsupported as e:
+        return f"{st.res.extra.get('baseline_name', st.job['baseline'])}: {e}"
+    return None

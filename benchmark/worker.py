@@ -15,10 +15,8 @@ import math
 import random
 import resource
 import sys
-import threading
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,33 +61,6 @@ def _short(e: BaseException) -> str:
     return f"{type(e).__name__}: {tail}"
 
 
-class _Background:
-    """fn() on a daemon thread (a failed candidate need not wait for it); result() re-raises its error
-    where the caller would have met it had fn run inline."""
-
-    def __init__(self, fn: Callable[[], Any]):
-        self._value: Any = None
-        self._error: BaseException | None = None
-
-        def body() -> None:
-            try:
-                self._value = fn()
-            except BaseException as e:  # noqa: BLE001 - handed to result()
-                self._error = e
-
-        self._thread = threading.Thread(target=body, name="leka-baseline", daemon=True)
-        self._thread.start()
-
-    def wait(self) -> None:
-        self._thread.join()
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-
 @dataclass
 class JobState:
     """What one evaluation job carries from step to step (prepare -> build -> check -> profile/export
@@ -107,7 +78,7 @@ class JobState:
     rtol: float = 1e-4
     built: Any = None
     runner: Any = None  # A.VMRunner of the candidate
-    base_prep: _Background | None = None
+    base_prep: baselines.Background | None = None
     model: Any = None  # the task's model, where the timing baseline is PyTorch / ONNX Runtime
     ref_model: Any = None  # the model computing references in this process (no reference process)
     seeds: list[int] = field(default_factory=list)  # the checked seeds, the fresh one last
@@ -199,7 +170,7 @@ def build(st: JobState) -> bool:
             _err(res, "illegal_source", l2_guard.describe(found))
             return False
     device_worker = st.sandboxed and isolated.on_device(st)  # the device is the worker's, never the judge's
-    _start_baseline(st, device_worker)
+    st.base_prep = baselines.start_prep(st, device_worker, overlap=cfg.get("overlap_baseline_build", True))
     t0 = time.perf_counter()
     try:
         # kernels compiled by earlier evaluations are loaded, not rebuilt; an export needs one
@@ -223,7 +194,9 @@ def build(st: JobState) -> bool:
     res.planned_memory_bytes = A.planned_memory_bytes(st.built.lowered, st.target)
     if st.base_prep is not None:
         st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
-        if not _baseline_ready(st):
+        refused = baselines.prep_refusal(st)
+        if refused:
+            _err(res, "baseline_unsupported", refused)
             return False
     if st.gpu:
         _hold_gpu(st, None if device_worker else A.device_for(st.backend))
@@ -240,35 +213,6 @@ def build(st: JobState) -> bool:
         except (sandbox.WorkerDied, sandbox.WorkerError) as e:
             _err(res, "runtime", f"starting the sandboxed worker: {e}")
             return False
-    return True
-
-
-def _start_baseline(st: JobState, device_worker: bool) -> None:
-    """The baseline's preparation on a second thread, beside the candidate's build: a TVM baseline's
-    build, or an engine's conversion (child processes, benchmark/engines.py)."""
-    job, cfg = st.job, st.cfg
-    if not job.get("time"):
-        return
-    if job.get("baseline") in ("untuned", "tuned") and cfg.get("overlap_baseline_build", True):
-        st.base_prep = _Background(lambda: baselines.prebuild(
-            job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
-            ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"), so_cache=cfg.get("baseline_cache", True),
-            memory_cfg=st.plan.memory_cfg, executable_only=device_worker))
-    elif baselines.converts(st):
-        st.base_prep = _Background(lambda: baselines.prebuild(
-            job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,
-            cache_dir=job.get("cache_dir")))
-
-
-def _baseline_ready(st: JobState) -> bool:
-    """An engine that cannot take the task is the evaluation's `baseline_unsupported` row, with its reason."""
-    if not baselines.converts(st):
-        return True
-    try:
-        st.base_prep.result()
-    except engines.BaselineUnsupported as e:
-        _err(st.res, "baseline_unsupported", f"{st.res.extra.get('baseline_name', st.job['baseline'])}: {e}")
-        return False
     return True
 
 

@@ -284,7 +284,10 @@ def main() -> None:
     lo, hi = (float(x) for x in a.gap.split(","))
     ref_s = reference(Path(a.config), out, a.workers)
     res = chaos(Path(a.config), out, a.kills, a.seed, a.workers, (lo, hi), a.deadline_s)
-    res.update(compare(out), reference_s=ref_s, config=a.config, seed=a.seed)
+    cfg = Path(a.config).resolve()
+    # the record is committed: the config as the repo names it, not as this machine does
+    res.update(compare(out), reference_s=ref_s, config=str(cfg.relative_to(ROOT)) if cfg.is_relative_to(ROOT) else cfg.name,
+               seed=a.seed)
     (out / "chaos.json").write_text(json.dumps(res, indent=1))
     print(render(res))
     sys.exit(0 if res["ok"] else 1)
