@@ -45,6 +45,11 @@ def engine_device(kind: str, backend: str) -> str:
     return get_backend(backend).baselines.get(kind, "")
 
 
+def label(kind: str, backend: str, *, threads: int | None = None, trials: int = 64) -> str:
+    """The baseline in words on this backend (engines.label with the backend's engine device for the kind)."""
+    return engines.label(kind, device=engine_device(kind, backend), threads=threads, trials=trials)
+
+
 def remote_device(device: Any = None) -> dict[str, Any] | None:
     """A remote device's config as a dict (from a DeviceConfig or its dict); None for this machine."""
     if device is None:

@@ -26,7 +26,6 @@ import torch
 
 from benchmark import (
     baselines,
-    engines,
     gpu_timing,
     isolated,
     memory,
@@ -129,8 +128,8 @@ def prepare(st: JobState) -> bool:
         if refused:
             _err(res, "bad_input", refused)
             return False
-        res.extra["baseline_name"] = engines.label(job["baseline"], device=baselines.engine_device(
-            job["baseline"], st.backend), threads=job.get("threads", 2), trials=int(job.get("trials") or 64))
+        res.extra["baseline_name"] = baselines.label(job["baseline"], st.backend, threads=job.get("threads", 2),
+                                                     trials=int(job.get("trials") or 64))
     st.seeds = _check_seeds(st)
     st.target = A.make_target(st.backend)
     st.gpu = get_backend(st.backend).cuda

@@ -121,9 +121,9 @@ def export_best(run_dir: Path, task: Task, tree: Tree, best_node, evaluator) -> 
 def baseline_label(kind: str, trials: int, backend: str = "llvm") -> str:
     """What a speedup is measured against, in words, version and settings included (summary.json,
     report.md, the live view): benchmark/engines.py names every kind, e.g. "MNN 3.6.1 CPU, 2 threads, fp32"."""
-    from benchmark import baselines, engines
+    from benchmark import baselines
 
-    return engines.label(kind, device=baselines.engine_device(kind, backend), trials=trials)
+    return baselines.label(kind, backend, trials=trials)
 
 
 def tuner_summary(run_dir: Path) -> dict[str, Any]:

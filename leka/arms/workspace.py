@@ -108,12 +108,11 @@ def machine_text(backend: str, target) -> str:
 
 def baseline_desc(cfg: LekaConfig) -> str:
     """The baseline in the contract's words: the engines' names, version and settings included."""
-    from benchmark import baselines, engines
+    from benchmark import baselines
 
     if cfg.baseline.kind == "untuned":
         return "TVM's default lowering of the same model (untuned)"
-    return engines.label(cfg.baseline.kind, device=baselines.engine_device(cfg.baseline.kind, cfg.backend),
-                         trials=cfg.baseline.trials)
+    return baselines.label(cfg.baseline.kind, cfg.backend, trials=cfg.baseline.trials)
 
 
 def write_contract(ws: Path, cfg: LekaConfig, budget_s: float, machine: str, threads: int | None = None) -> None:
