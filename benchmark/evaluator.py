@@ -44,18 +44,22 @@ class Evaluator:
         self.wait_s = 0.0  # waiting for a measuring slot (benchmark/slots.py): not the run's time
 
     def evaluate(self, task: Task, candidate=None, *, time_it: bool = True, baseline: str | None = None,
-                 profile: bool = False, export: str | None = None) -> EvalResult:
+                 profile: bool = False, export: str | None = None, noise_floor: bool = False) -> EvalResult:
         return self.evaluate_full(task, candidate, time_it=time_it, baseline=baseline, profile=profile,
-                                  export=export)[0]
+                                  export=export, noise_floor=noise_floor)[0]
 
     def evaluate_full(self, task: Task, candidate=None, *, time_it: bool = True, baseline: str | None = None,
-                      profile: bool = False, export: str | None = None) -> tuple[EvalResult, dict | None]:
-        """(result, profile report as dict or None)."""
+                      profile: bool = False, export: str | None = None,
+                      noise_floor: bool = False) -> tuple[EvalResult, dict | None]:
+        """(result, profile report as dict or None). `noise_floor`: also time the baseline against itself
+        (EvalResult.extra["noise_floor"]; on in every evaluation with evaluator.noise_floor)."""
         kind = baseline or self.baseline.kind
+        ecfg = self.cfg.model_dump(mode="json")
+        ecfg["noise_floor"] = bool(ecfg.get("noise_floor") or noise_floor)
         job: dict[str, Any] = {
             "task_path": str(task.path), "task_id": task.id, "backend": self.backend,
             "candidate": candidate.model_dump(mode="json") if candidate is not None else None,
-            "evaluator": self.cfg.model_dump(mode="json"), "baseline": kind if time_it else None,
+            "evaluator": ecfg, "baseline": kind if time_it else None,
             "time": time_it, "profile": profile, "export": export, "cache_dir": self.cache_dir,
             "threads": len(os.sched_getaffinity(0)), "device": self.device, "trials": self.baseline.trials,
         }

@@ -237,14 +237,29 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
                 break  # precise enough: more pairs would only spend the evaluation's time
     point, lo, hi = stats.speedup_interval(tbs, tcs, level)
     ratios = [b / c for b, c in zip(tbs, tcs, strict=True) if c > 0]
+    floor = noise_floor(base, cfg) if cfg.get("noise_floor") else None
     wall = time.perf_counter() - t0
-    return {"speedup": point, "speedup_lo": lo, "speedup_hi": hi, "ci_level": level,
+    return {"speedup": point, "speedup_lo": lo, "speedup_hi": hi, "ci_level": level, "noise_floor": floor,
             "ci_width": stats.rel_width(lo, hi), "max_ci_width": float(cfg.get("max_ci_width", 0.25)),
             "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
             "spread": _spread(ratios), "pairs": len(tcs), "number": [nc, nb], "repeats": [rc, rb],
             "limited": plan["limited"], "timing_s": wall,
             "first_call_s": plan["first_call_s"], "plan_call_s": plan["plan_call_s"],
             "machine_load": load.finish(snap, float(cfg.get("load_share", 0.25)))}
+
+
+def noise_floor(base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
+    """The machine's noise floor where this evaluation ran: the baseline timed against itself (A-vs-A)
+    by the same protocol, timers and process as the comparison just made, in at most
+    `noise_floor_pairs` pairs within `noise_floor_budget_s`. Its interval is what a speedup of 1.00x
+    looks like here and now; a report states it beside the speedups (issue 27)."""
+    sub = {**cfg, "noise_floor": False, "ci_width": 0.0,
+           "max_pairs": max(1, int(cfg.get("noise_floor_pairs", 8))),
+           "min_pairs": min(int(cfg.get("min_pairs", 3)), max(1, int(cfg.get("noise_floor_pairs", 8)))),
+           "timing_budget_s": float(cfg.get("noise_floor_budget_s", 1.5))}
+    tm = paired_timing(base, base, sub, probe_load=False)
+    return {"speedup": tm["speedup"], "lo": tm["speedup_lo"], "hi": tm["speedup_hi"], "pairs": tm["pairs"],
+            "width": tm["ci_width"], "timing_s": round(tm["timing_s"], 3)}
 
 
 def record(res, tm: dict[str, Any]) -> None:
@@ -264,6 +279,8 @@ def record(res, tm: dict[str, Any]) -> None:
         res.extra["first_call_s"] = [float(f"{t:.3g}") for t in tm["first_call_s"]]
         res.extra["plan_call_s"] = [float(f"{t:.3g}") for t in tm["plan_call_s"]]
     res.extra["ci_level"] = tm["ci_level"]
+    if tm.get("noise_floor") is not None:
+        res.extra["noise_floor"] = tm["noise_floor"]
     if tm.get("machine_load") is not None:
         # a loaded machine's timing is kept and reported as such: the interval already carries the
         # noise the load caused, and the reports count loaded evaluations next to their numbers

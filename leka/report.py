@@ -66,6 +66,9 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         "route_reasons": [n.route_reason for n in nodes if n.route_reason][:50],
     }
     summary.update(roof_summary(best_node))
+    # the run's noise floor: its root (the baseline's own program) also timed the baseline against itself
+    root = next((n for n in nodes if n.parent is None and n.result is not None), None)
+    summary["noise_floor"] = root.result.extra.get("noise_floor") if root is not None else None
     if cfg.baseline.kind == "untuned":  # the old key, kept only where its name is true
         summary["best_speedup_vs_untuned"] = summary["best_speedup"]
     if cfg.tuner.enabled:
@@ -146,6 +149,16 @@ def llm_by_tag(ledger) -> dict[str, dict[str, Any]]:
     return out
 
 
+def noise_floor_text(nf: dict[str, Any] | None) -> str:
+    """An A-vs-A of the baseline (benchmark/timing.py noise_floor) as report text."""
+    from benchmark.stats import fmt_interval
+
+    if not nf or not nf.get("speedup"):
+        return "not measured (the root was not timed)"
+    return (f"the baseline against itself {fmt_interval(nf['speedup'], nf.get('lo'), nf.get('hi'))} "
+            f"({nf.get('pairs')} pairs, in the root's evaluation): a speedup inside this is noise")
+
+
 def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger) -> str:
     from benchmark.stats import fmt_interval
 
@@ -159,6 +172,7 @@ def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger
               *([line] if (line := roof_line(summary)) else []),
               f"- loaded machine: {summary.get('loaded_evaluations', 0)} of {summary.get('timed_evaluations', 0)} "
               "timed evaluations ran while other processes used the CPU (their intervals carry that noise)",
+              f"- noise floor: {noise_floor_text(summary.get('noise_floor'))}",
               f"- nodes: {summary['nodes_total']} ({', '.join(f'{k} {v}' for k, v in summary['nodes_by_level'].items())}); "
               f"statuses: {summary['nodes_by_status']}",
               f"- budget used: {summary['budget_used_s']:.0f} s of {summary['budget_s']:.0f} s; "
@@ -216,6 +230,7 @@ def summary_table(s: dict[str, Any]) -> Table:
             ("fraction of roof / SOL score",
              f"{fmt_fraction(s.get('best_roof_fraction'))} / {fmt_sol(s.get('best_sol_score'))}"),
             ("loaded evaluations", f"{s.get('loaded_evaluations', 0)} of {s.get('timed_evaluations', 0)}"),
+            ("noise floor (A-vs-A)", noise_floor_text(s.get("noise_floor"))),
             ("best correct", s.get("best_correct")), ("nodes by level", s.get("nodes_by_level")),
             ("evaluations", s.get("evaluations")), ("budget used", f"{s.get('budget_used_s', 0):.0f} s"),
             ("stopped", s.get("stop_reason") or "finished"), ("run folder", s.get("run_dir")),

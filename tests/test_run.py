@@ -77,6 +77,10 @@ def test_fixed_l1_never_leaves_l1_and_writes_results(tmp_path):
     for f in ("tree.sqlite", "config.yaml", "report.md", "best.so", "load_best.py"):
         assert (d / f).is_file(), f
     assert "## Lineage of the best candidate" in (d / "report.md").read_text()
+    # the root's evaluation timed the baseline against itself: the run's noise floor, in summary and report
+    nf = s["noise_floor"]
+    assert nf["pairs"] >= 1 and 0.8 < nf["speedup"] < 1.25, nf
+    assert "- noise floor: the baseline against itself" in (d / "report.md").read_text()
     # the exported module loads and runs in a fresh process
     code = ("import numpy as np, tvm; from tvm import relax; import sys\n"
             "vm = relax.VirtualMachine(tvm.runtime.load_module(sys.argv[1]), tvm.cpu())\n"

@@ -195,6 +195,37 @@ def test_repetitions_of_a_pair_alternate_between_the_arms():
     assert "".join(order[4:]) == "cbcbcb" + "bcbcbc", order  # after the warm-up's c, b (first calls), c, b
 
 
+def test_the_noise_floor_times_the_baseline_against_itself():
+    # issue 27: the noise floor is an A-vs-A of the baseline by the same protocol, after the comparison;
+    # a candidate twice as fast reads ~2x, while the baseline against itself holds 1.00 in its interval
+    import random
+
+    rng = random.Random(7)
+    calls = {"c": 0, "b": 0}
+
+    def arm(name: str, seconds: float) -> timing.Timer:
+        def sample(n: int) -> float:
+            calls[name] += 1
+            return seconds * rng.uniform(0.97, 1.03)
+        return timing.Timer(sample, name)
+
+    cfg = EvaluatorConfig(min_pairs=3, max_pairs=6, timing_budget_s=10.0, noise_floor=True,
+                          noise_floor_pairs=5).model_dump()
+    tm = timing.paired_timing(arm("c", 0.5e-3), arm("b", 1e-3), cfg, probe_load=False)
+    nf = tm["noise_floor"]
+    assert 1.8 < tm["speedup"] < 2.2
+    assert nf["pairs"] == 5 and nf["lo"] <= 1.0 <= nf["hi"] and 0.97 < nf["speedup"] < 1.03, nf
+    b_before = calls["b"]
+    assert calls["c"] < b_before  # the A-vs-A ran the baseline only
+    res = EvalResult(task="t")
+    tm["speedup_lo"], tm["speedup_hi"] = tm["speedup_lo"] or 1.9, tm["speedup_hi"] or 2.1
+    timing.record(res, tm)
+    assert res.extra["noise_floor"] == nf
+    # off by default: no A-vs-A, no key
+    cfg["noise_floor"] = False
+    assert timing.paired_timing(arm("c", 0.5e-3), arm("b", 1e-3), cfg, probe_load=False)["noise_floor"] is None
+
+
 def test_sandbox_loop_keeps_the_last_calls_outputs(vm, loop_cache):
     """The sandboxed worker's window loop (run here in-process, over a pool like the worker's): with a
     ring of `hold`, the records are those of the last `hold` calls, in call order, and each holds its

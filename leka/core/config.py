@@ -57,6 +57,12 @@ class EvaluatorConfig(_Section):
     # a timing is marked loaded (EvalResult.extra["machine_load"], benchmark/load.py) when other
     # processes' CPU time plus steal time is over this share of one core for the timing's wall time
     load_share: float = Field(0.25, ge=0.0)
+    # the noise floor (benchmark/timing.py noise_floor): after the comparison, the baseline timed against
+    # itself by the same protocol (A-vs-A), EvalResult.extra["noise_floor"]. A run measures it in its root
+    # evaluation and a grid in every judged one, whatever this says; true: in every evaluation
+    noise_floor: bool = False
+    noise_floor_pairs: int = Field(8, ge=1)
+    noise_floor_budget_s: float = Field(1.5, gt=0.0)
     poison: bool = True  # a run on poison inputs before the first checked run (each later one follows another seed's), so stale buffers fail
     overlap_baseline_build: bool = True  # build the TVM baseline on a second thread during the candidate build
     # a TVM baseline (llvm) comes from the kernel cache: its kernels compiled once per machine

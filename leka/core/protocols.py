@@ -67,10 +67,11 @@ class Reports(Protocol):
 
 @runtime_checkable
 class Evaluator(Protocol):
-    """What the loop needs of the evaluator (benchmark.evaluator.Evaluator): a result and a profile."""
+    """What the loop needs of the evaluator (benchmark.evaluator.Evaluator): a result and a profile;
+    `noise_floor`: the baseline also timed against itself (the loop asks it of the root's evaluation)."""
 
     def evaluate_full(self, task: Task, candidate: Candidate | None = None, *,
-                      profile: bool = False) -> tuple[EvalResult, dict[str, Any] | None]: ...
+                      profile: bool = False, noise_floor: bool = False) -> tuple[EvalResult, dict[str, Any] | None]: ...
 
 
 @runtime_checkable

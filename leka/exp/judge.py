@@ -38,11 +38,12 @@ def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
     lcfg = load_config([], [f"baseline.kind={kind}", f"baseline.trials={cfg.baseline.tuned_trials or 1}",
                             f"baseline.cache_dir={cfg.baseline.cache_dir}", *cfg.evaluator_sets(job.backend), *cfg.run_set])
     ev = Evaluator(lcfg.evaluator, job.backend, lcfg.baseline)
-    r, prof = ev.evaluate_full(task, outcome.candidate, profile=True)  # the profile gives the roof
+    # the profile gives the roof; the noise floor (the reference against itself) is stated in the report
+    r, prof = ev.evaluate_full(task, outcome.candidate, profile=True, noise_floor=True)
     row.update(reference=r.baseline, compiled=r.compiled, correct=r.correct, speedup_ref=r.speedup, timing_valid_ref=r.timing_valid,
                # the speedup's interval (benchmark/stats.py) and the machine's load during its timing
                speedup_ref_lo=r.speedup_lo, speedup_ref_hi=r.speedup_hi, loaded_ref=r.loaded,
-               machine_load_ref=r.extra.get("machine_load"),
+               machine_load_ref=r.extra.get("machine_load"), noise_floor_ref=r.extra.get("noise_floor"),
                t_candidate_s=r.t_candidate_s, t_ref_s=r.t_baseline_s, peak_memory_bytes=r.peak_memory_bytes,
                error_kind=r.error_kind, error=(r.error or None) and r.error[:2000])
     tr = task_roof(prof, measured_s=r.t_candidate_s, baseline_s=r.t_baseline_s) if r.correct else None

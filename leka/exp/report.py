@@ -90,6 +90,10 @@ def _fmt(x: float | None, pct: bool = False) -> str:
     return f"{100 * x:.0f}%" if pct else f"{x:.2f}x"
 
 
+def _pct1(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
 def _fmt_ci(ci: tuple[float, float | None, float | None] | None) -> str:
     return stats.fmt_interval(*ci) if ci else "-"
 
@@ -227,15 +231,44 @@ def _cost(r: dict) -> str:
     return "unpriced" if c is None else f"${c:.4f}"
 
 
+def _nf(r: dict[str, Any]) -> dict[str, Any] | None:
+    nf = r.get("noise_floor_ref")
+    return nf if isinstance(nf, dict) and nf.get("speedup") else None
+
+
+def noise_floor_table(d: Data) -> list[str]:
+    """The machine's noise floor per backend: in every judged evaluation the reference was also timed
+    against itself by the same protocol (benchmark/timing.py noise_floor); what those A-vs-A ratios and
+    intervals look like is what "no difference" looks like in this grid's numbers."""
+    out = [f"### Noise floor: {d.ref} timed against itself in each judged evaluation (A-vs-A)", "",
+           "| backend | jobs with an A-vs-A | median A-vs-A | median interval width | intervals holding 1.00 "
+           "| points in [0.97, 1.03] | extremes |", "|---|---|---|---|---|---|---|"]
+    for b in d.backends:
+        nfs = [nf for r in d.rows if r["backend"] == b and (nf := _nf(r))]
+        if not nfs:
+            out.append(f"| {b} | 0 | - | - | - | - | - |")
+            continue
+        pts = sorted(float(nf["speedup"]) for nf in nfs)
+        with_ci = [nf for nf in nfs if nf.get("lo") is not None and nf.get("hi") is not None]
+        holds = sum(1 for nf in with_ci if nf["lo"] <= 1.0 <= nf["hi"])
+        widths = [float(nf["width"]) for nf in with_ci if nf.get("width") is not None]
+        out.append(f"| {b} | {len(nfs)} | {_median(pts):.3f}x | {_pct1(_median(widths))} "
+                   f"| {holds} of {len(with_ci)} | {sum(0.97 <= x <= 1.03 for x in pts)} of {len(pts)} "
+                   f"| {pts[0]:.3f}x, {pts[-1]:.3f}x |")
+    return out + [""]
+
+
 def job_rows(d: Data, link) -> list[str]:
     levels = level_names()
-    out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | vs PyTorch eager | roof | SOL | evals "
+    out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | A-vs-A | vs PyTorch eager | roof | SOL | evals "
            f"| nodes {'/'.join(levels)} | LLM calls | tokens in/out | cost | budget used | wall | error |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(d.rows, key=lambda r: r["job_id"]):
         href = _rel(d.exp_dir, r)
         nb = r.get("nodes_by_level") or {}
-        cells = [str(bool(r.get("correct"))), _raw(r, "speedup_ref"), _raw(r, "speedup_torch"),
+        nf = _nf(r)
+        aa = stats.fmt_interval(nf["speedup"], nf.get("lo"), nf.get("hi")) if nf else "-"
+        cells = [str(bool(r.get("correct"))), _raw(r, "speedup_ref"), aa, _raw(r, "speedup_torch"),
                  fmt_fraction(r.get("roof_fraction")), fmt_sol(r.get("sol_ref")), str(r.get("evaluations", 0)),
                  "/".join(str(nb.get(k, 0)) for k in levels), str(r.get("llm_calls", 0)),
                  f"{r.get('input_tokens', 0)}/{r.get('output_tokens', 0)}", _cost(r), f"{r.get('budget_used_s') or 0:.0f}s",
@@ -259,9 +292,10 @@ def markdown(d: Data) -> str:
              "over its judged time; SOL score: 1 at the roof, 0.5 at the reference (SOL-ExecBench's form). "
              "In the job table, "
              "`?` marks a speedup whose interval was too wide to trust (counted nowhere), `(loaded)` one timed "
-             f"while other processes used the machine ({sum(_loaded(r) for r in d.rows)} of {len(d.rows)} jobs). "
+             f"while other processes used the machine ({sum(_loaded(r) for r in d.rows)} of {len(d.rows)} jobs); "
+             f"`A-vs-A`, {d.ref} against itself in the same evaluation (the noise floor). "
              "Figures: report.html.", ""]
-    lines += table1(d, link) + ratio_table(d) + job_rows(d, link)
+    lines += table1(d, link) + noise_floor_table(d) + ratio_table(d) + job_rows(d, link)
     return "\n".join(lines)
 
 
@@ -315,7 +349,8 @@ def html_report(d: Data) -> str:
              "0.5 at the reference) come from each final candidate's profile. Rates divide by all jobs of a cell; "
              f"the geomean counts a failed job as 1.00x. Jobs timed on a loaded machine: "
              f"{sum(_loaded(r) for r in d.rows)} of {len(d.rows)}. Every number links to its run folder or its jobs.</p>",
-             "<h2 id='table1'>Table 1</h2>", _md_to_html(table1(d, link))]
+             "<h2 id='table1'>Table 1</h2>", _md_to_html(table1(d, link)),
+             "<h2 id='noise-floor'>Noise floor</h2>", _md_to_html([esc(x) for x in noise_floor_table(d)])]
     for b in d.backends:
         rows = [r for r in d.rows if r["backend"] == b]
         curves = {a: cell_metrics([r for r in rows if r["arm"] == a])["fast_curve"] for a in d.arms

@@ -27,7 +27,8 @@ def init(state: RunState, runtime: Runtime[RunContext]) -> RunState:
         roots = ctx.tree.roots()
         return {"current": roots[0].id, **({} if state.get("current") else fresh_state())}
     cand = ir.root_candidate(ctx.task, ctx.cfg.backend, ctx.root)
-    res, prof = ctx.evaluator.evaluate_full(ctx.task, cand, profile=True)
+    # the root is the baseline's own program: its evaluation also states the run's noise floor
+    res, prof = ctx.evaluator.evaluate_full(ctx.task, cand, profile=True, noise_floor=True)
     nid = ctx.tree.add_node(None, None, None, cand.digest, result=res, profile=prof,
                             artifacts=artifacts(cand), meta={"eval_s": res.wall_s})
     ctx.keep_candidate(nid, cand)
