@@ -258,6 +258,30 @@ case $what in
     cp "$LOGS/smoke_llm_cuda/report.md" "$LOGS/smoke_llm_cuda/report.html" "$OUT/" 2>/dev/null
     tail -25 "$LOGS/smoke_llm_cuda.log"
     ;;
+  engines_run)  # issues 27 and 29: the shared-GPU runs of one task (shared_gpu.py), the device roof, then
+    # LEKA's answers for the CUDA engine table (bench_vs_engines.py run, ENG_JOBS at once)
+    export CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0
+    check_env > "$LOGS/env.log" 2>&1
+    step shared "${SHARED_LIMIT:-260}" python3 experiments/gpu/shared_gpu.py --out "$WORK/shared" --runs "${SHARED_RUNS:-12}" \
+      --budget "${SHARED_BUDGET:-60s}" "${FAST[@]}"
+    cp "$WORK/shared/rows.jsonl" "$LOGS/shared_rows.jsonl" 2>/dev/null; cat "$LOGS/shared.log" | head -60
+    step roof 60 python3 -m leka.cli bench roof --backend cuda --markdown
+    step engines_run "$(left)" python3 experiments/bench_vs_engines.py run --backend cuda --out "$WORK/engines" \
+      --budget "${ENG_BUDGET:-90s}" --arms "${ENG_ARMS:-leka}" --jobs "${ENG_JOBS:-12}" --minutes "$(( ($(left) - 150) / 60 ))" "${FAST[@]}"
+    cp "$WORK/engines/runs.jsonl" "$LOGS/engines_runs.jsonl" 2>/dev/null; tail -25 "$LOGS/engines_run.log"
+    ;;
+  engines_judge)  # issue 29: each answer against DLight, torch eager, torch.compile (plain, CUDA graphs), TensorRT
+    export CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0
+    J=(--set evaluator.timing_budget_s=1.0 --set evaluator.max_pairs=10 --set evaluator.sample_s=0.01
+       --set evaluator.noise_floor_budget_s=0.5 --set evaluator.timeout_s=400 --set baseline.cache_dir=$WORK/cache)
+    step engines_judge "$(left)" python3 experiments/bench_vs_engines.py judge --out "$WORK/engines" --jobs "${ENG_JOBS:-6}" \
+      --baselines "${ENG_BASELINES:-untuned,torch,torch_compile,torch_compile_cg,tensorrt,tuned}" --trials "${TRIALS}" \
+      --minutes "$(( ($(left) - 60) / 60 ))" "${J[@]}"
+    python3 experiments/bench_vs_engines.py render --out "$WORK/engines" --md "$LOGS/engines_table.md" > /dev/null 2>&1
+    cp "$WORK/engines/runs.jsonl" "$WORK/engines/judged.jsonl" "$WORK"/engines/judge_meta-*.json "$LOGS/" 2>/dev/null
+    cp "$LOGS/engines_table.md" "$OUT/" 2>/dev/null
+    tail -8 "$LOGS/engines_judge.log"; head -40 "$LOGS/engines_table.md"
+    ;;
   setup) check_env ;;
   smoke) s_smoke ;;
   tests) s_tests ;;
