@@ -51,6 +51,18 @@ class Slot:
         self.release()
 
 
+def cpu_sockets() -> int:
+    """This machine's CPU sockets (distinct physical package ids; 1 where sysfs does not say): a grid's
+    default measuring slots for a backend that measures on the host's cores (leka.exp.config)."""
+    ids = set()
+    for p in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology/physical_package_id"):
+        try:
+            ids.add(p.read_text().strip())
+        except OSError:
+            continue
+    return max(1, len(ids))
+
+
 def acquire(n_slots: int, backend: str, timeout_s: float | None = None) -> Slot:
     """Block until one of `n_slots` slots is free and take it. `n_slots <= 0`: no limit (a dummy slot).
     Raises TimeoutError after `timeout_s` (None: wait as long as it takes)."""

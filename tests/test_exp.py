@@ -349,3 +349,18 @@ def test_a_stopped_worker_leaves_no_result_a_failing_arm_leaves_a_row(tmp_path, 
     row = execute(jf, cfg, tmp_path, 1)
     assert row["error"] == "ValueError: boom" and row["error_kind"] == "job_failed" and not row["correct"]
     assert json.loads((attempt_dir(tmp_path, jf, 1) / RESULT_FILE).read_text())["error"] == "ValueError: boom"
+
+
+def test_a_grid_measures_one_evaluation_per_cpu_socket_by_default(tmp_path):
+    # issue 27: timings of two jobs never overlap on the host's cores unless the config says so; a GPU
+    # backend's evaluations are held apart by its GPU lock instead
+    from benchmark.slots import cpu_sockets
+
+    base = {"name": "s", "tasks": {"ids": ["l1_relu6"]}, "backends": ["llvm"], "arms": [{"name": "leka"}]}
+    cfg = C.ExpConfig.model_validate(base)
+    assert cpu_sockets() >= 1
+    assert cfg.slots_for("llvm") == cpu_sockets() and cfg.evaluator_sets("llvm") == [
+        f"evaluator.measure_slots={cpu_sockets()}"]
+    assert cfg.slots_for("cuda") == 0 and cfg.evaluator_sets("cuda") == []
+    off = C.ExpConfig.model_validate({**base, "measure_slots": {"llvm": 0}})
+    assert off.slots_for("llvm") == 0 and off.evaluator_sets("llvm") == []

@@ -85,7 +85,9 @@ class ExpConfig(_S):
     run_set: list[str] = Field(default_factory=list)  # key=value overrides for every LEKA run (evaluator.*)
     resources: dict[str, dict[str, float]] = Field(default_factory=dict)  # backend -> Ray resources per job
     # backend -> evaluations at once per machine (benchmark/slots.py); a job then needs only a small Ray
-    # share (resources) while it waits on an LLM, and its evaluations queue for a measuring slot
+    # share (resources) while it waits on an LLM, and its evaluations queue for a measuring slot. A backend
+    # not named: one slot per CPU socket where it measures on the host's cores (its table's gpu=False),
+    # none on a GPU (each GPU's lock already holds its checks and timings alone); 0 = no limit
     measure_slots: dict[str, int] = Field(default_factory=dict)
     opencl_device_key: str = "opencl-board"  # custom Ray resource a board job holds
     # attempts a job gets when its worker dies (killed, OOM, its node lost); a driver stopped while the job
@@ -123,8 +125,16 @@ class ExpConfig(_S):
 
     def evaluator_sets(self, backend: str) -> list[str]:
         """key=value overrides every evaluator of a job of this backend takes (its runs' and the judge's)."""
-        n = self.measure_slots.get(backend, 0)
+        n = self.slots_for(backend)
         return [f"evaluator.measure_slots={n}"] if n > 0 else []
+
+    def slots_for(self, backend: str) -> int:
+        """Measuring slots of this machine for the backend's evaluations (see `measure_slots`)."""
+        if backend in self.measure_slots:
+            return self.measure_slots[backend]
+        from benchmark.slots import cpu_sockets
+
+        return 0 if get_backend(backend).gpu else cpu_sockets()
 
     @model_validator(mode="after")
     def _check(self) -> ExpConfig:

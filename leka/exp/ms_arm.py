@@ -69,6 +69,7 @@ def _tune_main(args: str) -> None:
 
 
 def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
+    from benchmark import slots
     from benchmark.evaluator import Evaluator
     from benchmark.task import resolve
     from leka.core.config import load_config
@@ -79,7 +80,8 @@ def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
     task = resolve(job.task)
     lcfg = load_config([], [f"backend={job.backend}", f"baseline.kind={cfg.baseline.run_kind}",
                             f"baseline.trials={cfg.baseline.tuned_trials}",
-                            f"baseline.cache_dir={cfg.baseline.cache_dir}", *cfg.run_set])
+                            f"baseline.cache_dir={cfg.baseline.cache_dir}", *cfg.evaluator_sets(job.backend),
+                            *cfg.run_set])
     ctx.out.mkdir(parents=True, exist_ok=True)
     run_dir = new_run_dir(ctx.out, f"ms-{task.id}", job.seed)
     work = run_dir / "ms_db"
@@ -87,11 +89,18 @@ def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
     ev = Evaluator(lcfg.evaluator, job.backend, lcfg.baseline)
     rounds, best, best_cand, clock, trials = [], 0.0, None, 0.0, 0
     max_rounds = cfg.budget.max_evals or 10_000
+    n_slots = cfg.slots_for(job.backend)
     while clock < job.budget_s and len(rounds) < max_rounds:
-        t0 = time.monotonic()
-        _tune_round(str(task.path), job.backend, cfg.baseline.cache_dir, work, cfg.metaschedule.round_trials,
-                    job.seed + len(rounds))
-        clock += time.monotonic() - t0
+        # MetaSchedule measures its trials on the cores: a round holds a measuring slot like an evaluation,
+        # and the wait for it is not charged to the arm's clock
+        slot = slots.acquire(n_slots, job.backend)
+        try:
+            t0 = time.monotonic()
+            _tune_round(str(task.path), job.backend, cfg.baseline.cache_dir, work, cfg.metaschedule.round_trials,
+                        job.seed + len(rounds))
+            clock += time.monotonic() - t0
+        finally:
+            slot.release()
         trials += cfg.metaschedule.round_trials
         if clock > job.budget_s and rounds:
             break  # this round ended after the budget: MetaSchedule's answer is the previous one

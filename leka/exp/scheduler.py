@@ -155,7 +155,26 @@ def prepare_baselines(cfg: C.ExpConfig, jobs: list[C.Job], *, tune: bool = True)
             except Exception as e:  # noqa: BLE001 - recorded; that task's jobs report it
                 problems[t.id] = f"baseline tuning failed: {type(e).__name__}: {str(e)[:200]}"
                 console.print(f"  [red]baseline of {t.id} failed[/]: {problems[t.id]}")
+    if tune:
+        measure_roofs(jobs)
     return problems
+
+
+def measure_roofs(jobs: list[C.Job]) -> None:
+    """The CPU roof (`leka bench roof`, cached per machine) measured once here, after the tuning and before
+    any job, when nothing else runs: measured inside the first job's profile instead, it would read the
+    peaks while the other jobs build and time."""
+    from leka.backends import get_backend
+    from profilers.calibrate import peaks
+
+    if any(not get_backend(j.backend).gpu and not get_backend(j.backend).peaks for j in jobs):
+        try:
+            with console.status("the machine's roof (leka bench roof; cached) ..."):
+                p = peaks()
+            console.print(f"  roof: {p.gflops:.0f} GFLOP/s {p.dtype} at {p.threads} threads, DRAM {p.gbps:.0f} GB/s "
+                          f"({p.source})")
+        except Exception as e:  # noqa: BLE001 - without a roof the reports leave its columns empty
+            console.print(f"  [yellow]no roof measured[/]: {type(e).__name__}: {str(e)[:200]}")
 
 
 class Progress:
