@@ -303,7 +303,8 @@ def render(out: Path) -> str:
              f"Overrides: {', '.join(metas[-1]['sets']) if metas and metas[-1]['sets'] else 'none (the defaults)'}.",
              "- Baselines: " + "; ".join(f"`{k}` = {labels[k]}" for k in kinds) + "."]
     if peaks:
-        lv = ", ".join(f"{x['name']} {x['gbps']:.0f} GB/s" for x in peaks.get("levels") or [] if x.get("gbps"))
+        lv = ", ".join(f"{x['name']} {x['gbps']:.0f} GB/s" for x in peaks.get("levels") or []
+                       if x.get("gbps") and x.get("name") != "DRAM")
         lines.append(f"- Roof (`leka bench roof`, {peaks.get('source')}, {peaks.get('measured_at') or '-'}): "
                      f"{peaks.get('model') or peaks.get('cpu')}, {peaks.get('gflops', 0):.0f} GFLOP/s {peaks.get('dtype')} "
                      f"at {peaks.get('threads')} threads; bandwidth {lv or '-'}, DRAM {peaks.get('gbps', 0):.0f} GB/s. "
