@@ -107,7 +107,7 @@ def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool) -> 
     return sandbox.Served(
         setup=lambda buf, pool: A.sandbox_runner(runner, buf, pool.starts, shapes, cache, hold=hold),
         n_outputs=len(st.root.outputs), threads=threads, sandbox=True, guard=guard, hold=hold,
-        warm=lambda: A.start_thread_pool(threads),
+        warm=lambda: A.start_thread_pool(threads), pin=bool(st.cfg.get("sandbox_pin", False)),
         guard_inputs=lambda lo, hi, fd: A.call_loop.install_input_guard(lo, hi, fd, cache))
 
 
@@ -232,6 +232,8 @@ def start(st: Any) -> None:
     st.max_calls = pool.max_calls
     st.res.extra["sandbox"] = ", ".join(st.workers["candidate"].layers) or "process only"
     st.res.extra["sandbox_threads"] = st.workers["candidate"].threads
+    if st.workers["candidate"].placed:
+        st.res.extra["sandbox_placed"] = {r: w.placed for r, w in st.workers.items()}
 
 
 def close(st: Any) -> None:

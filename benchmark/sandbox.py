@@ -255,6 +255,7 @@ class SandboxWorker:
         self.pool: Pool | None = None
         self.results_addr = 0  # where the worker writes its outputs' records (it says so at its start)
         self.threads = 0  # threads the worker had when its filter closed (its own report)
+        self.placed: dict[str, list[int]] = {}  # its threads' cores where it placed them (evaluator.sandbox_pin)
         self.device = False  # a device worker (CUDA, OpenCL): calls on uploaded slots (Served.device)
         self.hold = 0  # the calls of a request whose outputs the worker keeps: the last `hold` (0: all)
         self._stopped = True
@@ -482,6 +483,9 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
     w.pool = pool
     w.results_addr = int(hello["results"]) if isinstance(hello.get("results"), int) else 0
     w.threads = int(hello.get("threads", 0)) if isinstance(hello.get("threads"), int) else 0
+    placed = hello.get("placed")  # the worker's own report of its threads' cores: a record, never a verdict
+    w.placed = {str(k)[:12]: [int(c) for c in v][:4] for k, v in list(placed.items())[:16]
+                if isinstance(v, list) and all(isinstance(c, int) for c in v)} if isinstance(placed, dict) else {}
     w.device = served.device
     w.hold = 0 if served.device else max(0, int(served.hold))
     w._stop()

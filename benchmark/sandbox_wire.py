@@ -171,6 +171,8 @@ class Served:
     # A ring lets each call write a warm buffer, as in a model's memory plan; the judge then draws the
     # call count so that no call can tell whether it falls in the ring (benchmark/isolated.py)
     hold: int = 0
+    # the worker's compute threads placed one core each after its pools are made (sandbox_worker.place_threads)
+    pin: bool = False
 
 
 # --------------------------------------------------------------------------- the worker seen from /proc

@@ -95,6 +95,9 @@ class EvaluatorConfig(_Section):
     # 2026-12-02 the ring gave no honest kernel its in-process speed back and passed fewer A-vs-A
     # tasks (14/23 against 18/23, experiments/results/bench_eval_integrity.md, fourth measurement)
     sandbox_hold: int = Field(0, ge=0)
+    # the sandboxed CPU worker's compute threads one core each (benchmark/sandbox_worker.py place_threads);
+    # off until side-by-side A-vs-A and honest runs say it removes the bimodal slow readings
+    sandbox_pin: bool = False
     sandbox_device_mib: int = Field(512, ge=1)  # a device worker's slots (inputs + outputs per call; at most 256)
     # diagnostics: every sandboxed timing request's split (the judge's clock, the worker's own, the pool
     # refill) in EvalResult.extra["timing_diag"] (experiments/bench_sandbox_split.py)
