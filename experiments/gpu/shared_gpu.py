@@ -36,7 +36,8 @@ def nodes(run_dir: Path) -> list[dict]:
     out = []
     for nid, parent, level, status, result in rows:
         r = json.loads(result) if result else {}
-        out.append({"id": nid, "parent": parent, "level": level, "status": status, "correct": r.get("correct"),
+        out.append({"id": nid, "parent": parent, "level": level, "status": status, "judged": bool(r),
+                    "correct": r.get("correct"),
                     "error_kind": r.get("error_kind"), "error": (r.get("error") or "").splitlines()[0][:240]
                     if r.get("error") else ""})
     return out
@@ -68,7 +69,7 @@ def run_mode(mode: str, args) -> list[dict]:
             row.update(best_correct=s.get("best_correct"), best_speedup=s.get("best_speedup"),
                        evaluations=s.get("evaluations"), root_correct=ns[0]["correct"] if ns else None,
                        root_error=ns[0]["error"] if ns and not ns[0]["correct"] else "",
-                       failed=[n for n in ns if not n["correct"]])
+                       failed=[n for n in ns if n["judged"] and not n["correct"]])
         else:
             row["error"] = (out / f"s{i}.log").read_text()[-600:]
         rows.append(row)
