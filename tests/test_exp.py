@@ -140,6 +140,7 @@ def test_status_and_report_regenerate_identically(grid):
     # the noise floor: every judged evaluation timed the reference against itself (9 correct jobs)
     assert "### Noise floor: untuned TVM timed against itself" in md1
     assert re.search(r"\| llvm \| 9 \| [01]\.\d{3}x \|", md1), md1
+    assert "How each pair was timed (jobs): vs untuned TVM: candidate sandbox, baseline sandbox (9)" in md1, md1
     for arm in ("leka", "flat", "routing_random"):
         assert f"| 1 | {arm} | 4 |" in md1  # 4 jobs per cell: the 3 tasks and the broken one
     # every job's numbers link to its run folder

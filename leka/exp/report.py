@@ -258,6 +258,23 @@ def noise_floor_table(d: Data) -> list[str]:
     return out + [""]
 
 
+def timers_line(d: Data) -> str:
+    """How the judged evaluations called each arm (EvalResult.extra["timer"]: a sandboxed worker process
+    per arm, or the in-process loops), with counts: each engine's threads in a process of its own, its
+    OpenMP pool waiting passively (benchmark/sandbox_worker.py), never spinning against the other's."""
+    seen: dict[str, int] = {}
+    for r in d.rows:
+        for key, who in (("timer_ref", d.ref), ("timer_torch", "PyTorch eager")):
+            if r.get(key):
+                k = f"vs {who}: {r[key]}"
+                seen[k] = seen.get(k, 0) + 1
+    if not seen:
+        return ""
+    return ("How each pair was timed (jobs): " + "; ".join(f"{k} ({n})" for k, n in seen.items())
+            + ". A sandbox worker is a process of its own per arm, its OpenMP threads waiting passively "
+              "(OMP_WAIT_POLICY=PASSIVE) and stopped between requests, so no engine's pool spins against the other's.")
+
+
 def job_rows(d: Data, link) -> list[str]:
     levels = level_names()
     out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | A-vs-A | vs PyTorch eager | roof | SOL | evals "
@@ -295,7 +312,8 @@ def markdown(d: Data) -> str:
              f"while other processes used the machine ({sum(_loaded(r) for r in d.rows)} of {len(d.rows)} jobs); "
              f"`A-vs-A`, {d.ref} against itself in the same evaluation (the noise floor). "
              "Figures: report.html.", ""]
-    lines += table1(d, link) + noise_floor_table(d) + ratio_table(d) + job_rows(d, link)
+    tl = timers_line(d)
+    lines += table1(d, link) + noise_floor_table(d) + ([tl, ""] if tl else []) + ratio_table(d) + job_rows(d, link)
     return "\n".join(lines)
 
 
@@ -350,7 +368,8 @@ def html_report(d: Data) -> str:
              f"the geomean counts a failed job as 1.00x. Jobs timed on a loaded machine: "
              f"{sum(_loaded(r) for r in d.rows)} of {len(d.rows)}. Every number links to its run folder or its jobs.</p>",
              "<h2 id='table1'>Table 1</h2>", _md_to_html(table1(d, link)),
-             "<h2 id='noise-floor'>Noise floor</h2>", _md_to_html([esc(x) for x in noise_floor_table(d)])]
+             "<h2 id='noise-floor'>Noise floor</h2>", _md_to_html([esc(x) for x in noise_floor_table(d)]),
+             f"<p>{esc(timers_line(d))}</p>"]
     for b in d.backends:
         rows = [r for r in d.rows if r["backend"] == b]
         curves = {a: cell_metrics([r for r in rows if r["arm"] == a])["fast_curve"] for a in d.arms
