@@ -365,3 +365,40 @@ def test_a_grid_measures_one_evaluation_per_cpu_socket_by_default(tmp_path):
     assert cfg.slots_for("cuda") == 0 and cfg.evaluator_sets("cuda") == []
     off = C.ExpConfig.model_validate({**base, "measure_slots": {"llvm": 0}})
     assert off.slots_for("llvm") == 0 and off.evaluator_sets("llvm") == []
+
+
+def _session_pids(sid: int) -> list[str]:
+    r = subprocess.run(["ps", "-eo", "pid=,sid=,args="], capture_output=True, text=True)
+    return [ln.strip() for ln in r.stdout.splitlines() if ln.split()[1:2] == [str(sid)]]
+
+
+def test_sigterm_stops_the_driver_and_its_ray_node(tmp_path):
+    # a `timeout` or a batch system sends SIGTERM: the driver exits and takes its local Ray node (raylet,
+    # GCS, agents, workers) with it; before, Ray's agents outlived it for minutes
+    cfgp = tmp_path / "g.yaml"
+    cfgp.write_text(yaml.safe_dump({**_config(tmp_path, tmp_path / "none.py"), "tasks": {"ids": TASKS[:2]},
+                                    "arms": ARMS[:1]}))
+    p = subprocess.Popen([sys.executable, "-m", "leka.cli", "exp", "run", str(cfgp), "--out", str(tmp_path / "out"),
+                          "--workers", "1", "--no-report"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        t0 = time.time()
+        while time.time() - t0 < 300 and _counts(tmp_path / "out").get("running", 0) < 1 and p.poll() is None:
+            time.sleep(0.5)
+        assert p.poll() is None, "the grid ended before it could be stopped"
+        time.sleep(2)
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=60)
+        t0, left = time.time(), _session_pids(p.pid)
+        while left and time.time() - t0 < 20:
+            time.sleep(0.5)
+            left = _session_pids(p.pid)
+        assert not left, left
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    # nothing is lost: the running job is pending again and --resume finishes the grid
+    r = _leka("exp", "run", "--resume", str(tmp_path / "out"), "--workers", "1", "--no-report")
+    assert r.returncode == 0 and _counts(tmp_path / "out") == {"done": 2}, (r.stderr[-1500:], _counts(tmp_path / "out"))
