@@ -292,6 +292,8 @@ def render(out: Path) -> str:
     budgets = sorted({r.get("budget") for r in runs.values()})
     stamps = [r.get("ended") for r in [*runs.values(), *judged.values()] if r.get("ended")]
     when = (f"{_utc(min(stamps))} to {_utc(max(stamps))} UTC" if stamps else "-")
+    # where the caches were is the machine's business, not the table's
+    sets = [x for x in (metas[-1]["sets"] if metas else []) if "cache_dir" not in x]
     lines = [f"# LEKA against the engines a user would run instead: subset69, {backend}", "",
              f"- When: {when}; `experiments/bench_vs_engines.py` (run, judge, render).",
              f"- Machine: {metas[-1]['machine'] if metas else '-'}",
@@ -300,14 +302,15 @@ def render(out: Path) -> str:
              f"- Judge: `Evaluator.evaluate` (what `leka bench eval TASK --candidate RUN_DIR --baseline KIND` runs): "
              f"checked over the seeds, then interleaved pairs against each baseline; cells are the speedup of LEKA's "
              f"answer over the baseline with its 95% interval (`+` above 1, `-` below 1, `?` too wide to trust). "
-             f"Overrides: {', '.join(metas[-1]['sets']) if metas and metas[-1]['sets'] else 'none (the defaults)'}.",
+             f"Overrides: {', '.join(sets) if sets else 'none (the defaults)'}.",
              "- Baselines: " + "; ".join(f"`{k}` = {labels[k]}" for k in kinds) + "."]
     if peaks:
         lv = ", ".join(f"{x['name']} {x['gbps']:.0f} GB/s" for x in peaks.get("levels") or []
                        if x.get("gbps") and x.get("name") != "DRAM")
         lines.append(f"- Roof (`leka bench roof`, {peaks.get('source')}, {peaks.get('measured_at') or '-'}): "
-                     f"{peaks.get('model') or peaks.get('cpu')}, {peaks.get('gflops', 0):.0f} GFLOP/s {peaks.get('dtype')} "
-                     f"at {peaks.get('threads')} threads; bandwidth {lv or '-'}, DRAM {peaks.get('gbps', 0):.0f} GB/s. "
+                     f"{peaks.get('model') or peaks.get('cpu')}, {peaks.get('gflops', 0):.0f} GFLOP/s {peaks.get('dtype')}"
+                     + (f" at {peaks.get('threads')} threads" if peaks.get("device") != "gpu" else "")
+                     + f"; bandwidth {lv or '-'}, DRAM {peaks.get('gbps', 0):.0f} GB/s. "
                      "Roof: the answer's SOL time (its kernels at these peaks) over its judged time; SOL score "
                      f"against `{ref}` (SOL-ExecBench's form: 1 at the roof, 0.5 at the baseline).")
     lines.append("")
