@@ -272,6 +272,29 @@ def cpu_variants(func, info: KernelInfo, lanes: int) -> list[tuple[str, list[dic
     return out
 
 
+# the register tiles a widened round adds (issue 30): every rows x vector-multiple x k-unroll of these not
+# in the first grid, nearest to the first guesses first (rows, then the vector multiple)
+WIDE_ROWS = (8, 4, 16, 2, 32)
+WIDE_VM = (1, 2, 4)
+WIDE_KS = (0, 4)
+
+
+def wide_cpu_variants(func, info: KernelInfo, lanes: int) -> list[tuple[str, list[dict[str, Any]] | None]]:
+    """What a widened round (run.widen_rounds) offers beyond `cpu_variants`: for GEMM-like kernels the
+    rest of the register-tile grid; other kinds have their few variants already."""
+    if info.kind not in GEMM_KINDS:
+        return []
+    out = []
+    for rows in WIDE_ROWS:
+        for vm in WIDE_VM:
+            for ks in WIDE_KS:
+                tag = f"{info.kind}: register tile {rows}x{vm}x{lanes}" + (f", k/{ks} unrolled" if ks else "") \
+                      + " (widened)"
+                out.append((tag, _safe(gemm_trace, func, info, lanes, rows, vm, ks, True,
+                                       info.kind == "depthwise_conv")))
+    return out
+
+
 def generic_trace(func, info: KernelInfo, lanes: int) -> list[dict[str, Any]] | None:
     """Per block: spatial blocks fused/parallel/vectorised; reductions parallel over their rows."""
     r = Recorder(func)
@@ -316,14 +339,19 @@ class RuleL1Agent:
         # a GPU target's spec takes no core count (target_spec ignores it)
         return A.make_target(self.backend, num_cores=context.num_cores or None)
 
-    def raw_variants(self, func, info: KernelInfo, lanes: int) -> list[tuple[str, list[dict[str, Any]] | None]]:
+    def raw_variants(self, func, info: KernelInfo, lanes: int,
+                     wide: bool = False) -> list[tuple[str, list[dict[str, Any]] | None]]:
         # a GPU schedule binds its loops to blocks and threads (leka.backends: Backend.gpu)
-        return cuda_variants(func, info) if get_backend(self.backend).gpu else cpu_variants(func, info, lanes)
+        if get_backend(self.backend).gpu:
+            return cuda_variants(func, info)
+        return cpu_variants(func, info, lanes) + (wide_cpu_variants(func, info, lanes) if wide else [])
 
-    def variants_for(self, func, name: str, lanes: int, seed: int = 0) -> list[tuple[str, list[dict[str, Any]]]]:
-        """Legal (rationale, trace) pairs for one unscheduled PrimFunc, best guess first."""
+    def variants_for(self, func, name: str, lanes: int, seed: int = 0,
+                     wide: bool = False) -> list[tuple[str, list[dict[str, Any]]]]:
+        """Legal (rationale, trace) pairs for one unscheduled PrimFunc, best guess first; `wide`: the
+        widened grid after them (a widened round)."""
         info = analyse(func, name)
-        raw = self.raw_variants(func, info, lanes)
+        raw = self.raw_variants(func, info, lanes, wide)
         seen: set[str] = set()
         res = []
         for why, steps in raw:
@@ -341,10 +369,11 @@ class RuleL1Agent:
             res = [res[0]] + tail
         return res
 
-    def _variants(self, func, fkey: str, name: str, lanes: int, seed: int) -> list[tuple[str, list[dict[str, Any]]]]:
-        key = (fkey, name, lanes, seed)
+    def _variants(self, func, fkey: str, name: str, lanes: int, seed: int,
+                  wide: bool = False) -> list[tuple[str, list[dict[str, Any]]]]:
+        key = (fkey, name, lanes, seed, wide)
         if key not in self._variants_memo:
-            self._variants_memo[key] = self.variants_for(func, name, lanes, seed)
+            self._variants_memo[key] = self.variants_for(func, name, lanes, seed, wide)
         return self._variants_memo[key]
 
     def _first_compiling(self, func, fkey: str, name: str, lanes: int, seed: int, target) -> list[dict[str, Any]] | None:
@@ -397,12 +426,15 @@ class RuleL1Agent:
         if batch is not None:
             edits.append(batch)
         per_kernel = max(1, context.variants)
+        # a widened round (run.widen_rounds: every node had nothing left): kernels already scheduled get
+        # their untried variants too, and GEMM-like ones the wider tile grid
+        widen = int(context.extra.get("widen", 0) or 0)
         done = 0
         for name, score in ranked:
-            if done >= self.max_kernels or name in scheduled:
+            if done >= self.max_kernels or (name in scheduled and not widen):
                 break
             got = 0
-            for why, steps in self._variants(funcs[name], keys[name], name, lanes, context.seed):
+            for why, steps in self._variants(funcs[name], keys[name], name, lanes, context.seed, widen > 0):
                 e = Edit(level="L1", kind="trace", target=name, payload={"trace": steps},
                          rationale=f"{name} (score {score:.3g}): {why}")
                 if edit_digest(e) in context.tried:

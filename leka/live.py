@@ -46,6 +46,8 @@ class LiveView:
             self.last = f"#{info['node']} -> {info['level']}: {info['reason']}"
         elif kind in ("evaluated", "illegal"):
             self._result(kind, info)
+        elif kind == "widen":
+            self.last = f"every node exhausted: widened round {info['round']} from #{info['node']}"
         if self.live is not None:
             self.live.update(self.table())
 

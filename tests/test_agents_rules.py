@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.common import analyse, rank_kernels
+from agents.common import analyse, rank_kernels, validate_trace
 from agents.l0_relax import RuleL0Agent, rank_passes
 from agents.l1_tir import RuleL1Agent
 from agents.l2_source import RuleL2Agent, check_against_tir, gemm_shape
@@ -230,3 +230,32 @@ def test_make_rule_agents():
     agents = make_rule_agents("llvm")
     assert set(agents) == {"L0", "L1", "L2"}
     assert all(a.level == lvl for lvl, a in agents.items())
+
+
+def test_a_widened_round_reschedules_scheduled_kernels_with_untried_tiles(example):
+    # issue 30, no idle budget: once the hottest kernels are scheduled the agent has nothing left; in a
+    # widened round it offers the kernels already scheduled their other variants and, for GEMM-like
+    # ones, the wider register-tile grid, each legal and never one already tried
+    name, task, root, cand, target, funcs = example
+    agent = RuleL1Agent(root_params=root.params, max_kernels=64)
+    c = cand
+    tried: set[str] = set()
+    for _ in range(40):  # schedule every kernel with its first choice, as a run's first pass does
+        first = [e for e in agent.propose(c, ctx(task, "L1", tried=tried, extra={"l1_batch": 0})) if e.kind == "trace"]
+        if not first:
+            break
+        tried.add(edit_digest(first[0]))
+        out = apply_edit(c, first[0], workdir=Path("/tmp"), root_params=root.params, build_check=False)
+        c = out.candidate if out.ok else c  # an edit that does not apply is a failed node in a run
+    assert agent.propose(c, ctx(task, "L1", tried=tried, extra={"l1_batch": 0})) == []  # exhausted
+    wide = agent.propose(c, ctx(task, "L1", tried=tried, extra={"l1_batch": 0, "widen": 1}))
+    assert wide and not {edit_digest(e) for e in wide} & tried
+    keys = {n: A.structural_hash(f) for n, f in funcs.items()}
+    assert all(keys[e.target] in c.l1 for e in wide)  # kernels already scheduled, scheduled again
+    for e in wide:
+        assert validate_trace(funcs[e.target], e.payload["trace"]) is None
+    gemm = [n for n, f in funcs.items() if analyse(f, n).kind in ("matmul", "batch_matmul", "conv", "depthwise_conv")]
+    if gemm:  # the widened grid exists only for GEMM-like kernels
+        wider = agent.variants_for(funcs[gemm[0]], gemm[0], 16, wide=True)
+        assert len(wider) > len(agent.variants_for(funcs[gemm[0]], gemm[0], 16))
+        assert any("(widened)" in why for why, _ in wider)

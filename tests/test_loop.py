@@ -93,7 +93,7 @@ def test_exhausted_levels_fall_through_and_stop(tmp_path):
     # the router insists on L0, which has nothing, nor has L1; L2 has one edit and one illegal one;
     # then every level of every node is exhausted
     l2 = ScriptedAgent("L2", [[opt(**{"opt-level": 3}), opt(**{"no-such-option": True})]])
-    ctx = make_ctx(tmp_path, {"L2": l2}, TableEvaluator({}), "run.routing=fixed:L0")
+    ctx = make_ctx(tmp_path, {"L2": l2}, TableEvaluator({}), "run.routing=fixed:L0", "run.widen_rounds=0")
     final = run_graph(ctx)
     assert final["stop_reason"] == "nothing left to expand"
     nodes = ctx.tree.nodes()
@@ -104,6 +104,38 @@ def test_exhausted_levels_fall_through_and_stop(tmp_path):
     assert final["evals"] == 2  # the illegal edit is never evaluated
     assert nodes[1].route_reason == "fixed routing to L0 | L0 exhausted for this node -> L2"
     assert ctx.agents["L0"].calls == 2 and ctx.agents["L1"].calls == 2  # once per node each
+    ctx.tree.close()
+
+
+class WideningAgent:
+    """Nothing in an ordinary round; one new edit per call in a widened one (extra["widen"])."""
+
+    def __init__(self, level: str):
+        self.level, self.rounds = level, []
+
+    def propose(self, candidate, context):
+        w = context.extra.get("widen", 0)
+        self.rounds.append(w)
+        return [opt(**{"opt-level": w})] if w else []
+
+
+def test_no_idle_budget_every_node_exhausted_reopens_them_widened(tmp_path):
+    # issue 30: a run whose levels have nothing left keeps going in widened rounds while budget is left
+    # (run.widen_rounds), the agents told so; what they tried stays tried, so a round adds only new edits
+    table = {'{"opt-level": 1}': 1.5, '{"opt-level": 2}': 1.8}
+    l2 = WideningAgent("L2")
+    ctx = make_ctx(tmp_path, {"L2": l2}, TableEvaluator(table), "run.routing=fixed:L2", "run.widen_rounds=2")
+    final = run_graph(ctx)
+    assert final["stop_reason"] == "nothing left to expand (after 2 widened round(s))", final["stop_reason"]
+    assert final["widen"] == 2 and final["evals"] == 3  # the root, then one new edit per widened round
+    assert ctx.tree.best(1)[0].result.speedup == 1.8
+    assert l2.rounds[0] == 0 and set(l2.rounds) == {0, 1, 2}
+    ctx.tree.close()
+    # without widening the same run stops after the root, with budget left
+    l2b = WideningAgent("L2")
+    ctx = make_ctx(tmp_path / "b", {"L2": l2b}, TableEvaluator(table), "run.routing=fixed:L2", "run.widen_rounds=0")
+    final = run_graph(ctx)
+    assert final["stop_reason"] == "nothing left to expand" and final["evals"] == 1 and set(l2b.rounds) == {0}
     ctx.tree.close()
 
 

@@ -141,6 +141,10 @@ class RunConfig(_Section):
     defer_followups: int = 2  # deferred acceptance: lower-level follow-ups before pruning
     explore: float = 0.3  # weight of the exploration term in node selection
     search: Literal["tree", "greedy"] = "tree"  # greedy: expand only the current best (an ablation)
+    # no idle budget (issue 30): once every node's levels had nothing more to propose, the search
+    # reopens them this many times, each round widened (AgentContext.extra["widen"]: the rule L1 agent
+    # then offers variants for kernels already scheduled and wider tile grids); 0 = stop there
+    widen_rounds: int = Field(2, ge=0)
 
     # checked here, not by the command line, so a config file, `--set`, the experiment runner and
     # `--resume` (the run folder's config.yaml) all meet the same checks

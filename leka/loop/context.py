@@ -116,6 +116,8 @@ class RunContext:
                  "level_counts": self.level_counts(), "evals": state.get("evals", 0)}
         if self.cfg.tuner.enabled:  # only then: a run without the tool sees the very same context
             extra["tuner"] = True
+        if state.get("widen"):  # only then: a run that never widens sees the very same context
+            extra["widen"] = state["widen"]
         extra["l1_batch"] = self.cfg.run.l1_batch
         extra["near_roof"] = self.cfg.router.near_roof  # kernels this close to their roof are left alone
         return AgentContext(

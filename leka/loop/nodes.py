@@ -173,9 +173,18 @@ def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     # greedy search (an ablation): no exploration bonus, so only the current best node is expanded
     explore = 0.0 if ctx.cfg.run.search == "greedy" else ctx.cfg.run.explore
     nxt = choose_next(ctx.tree, state, ctx.layers, explore)
+    upd: RunState = {}
+    widen = state.get("widen", 0)
+    if nxt is None and widen < ctx.cfg.run.widen_rounds:
+        # every node had nothing more at every level, and budget is left: reopen them, widened (the
+        # agents see extra["widen"]); what was tried stays tried, so a round adds only what is new
+        upd = {"widen": widen + 1, "exhausted": {}}
+        nxt = choose_next(ctx.tree, {**state, "exhausted": {}}, ctx.layers, explore)
+        ctx.on_event("widen", {"round": widen + 1, "node": nxt})
     if nxt is None:
-        return {"budget_used_s": used, "done": True, "stop_reason": "nothing left to expand"}
-    return {"current": nxt, "iteration": state.get("iteration", 0) + 1, "budget_used_s": used,
+        why = "nothing left to expand" + (f" (after {widen} widened round(s))" if widen else "")
+        return {"budget_used_s": used, "done": True, "stop_reason": why}
+    return {**upd, "current": nxt, "iteration": state.get("iteration", 0) + 1, "budget_used_s": used,
             "level": "", "route_reason": ""}
 
 

@@ -19,6 +19,7 @@ class RunState(TypedDict, total=False):
     done: bool
     stop_reason: str
     router_state: dict[str, Any]
+    widen: int  # widened rounds begun after every node was exhausted (run.widen_rounds)
 
 
 def fresh_state() -> RunState:
