@@ -326,6 +326,7 @@ def _safe(fn, *args):
 
 class RuleL1Agent:
     level = "L1"
+    widens = True  # a widened round (run.widen_rounds) gets more from it: leka.loop.nodes.select
 
     def __init__(self, backend: str = "llvm", max_kernels: int = 2, root_params=None):
         self.backend = backend

@@ -110,6 +110,8 @@ def test_exhausted_levels_fall_through_and_stop(tmp_path):
 class WideningAgent:
     """Nothing in an ordinary round; one new edit per call in a widened one (extra["widen"])."""
 
+    widens = True
+
     def __init__(self, level: str):
         self.level, self.rounds = level, []
 
@@ -136,6 +138,15 @@ def test_no_idle_budget_every_node_exhausted_reopens_them_widened(tmp_path):
     ctx = make_ctx(tmp_path / "b", {"L2": l2b}, TableEvaluator(table), "run.routing=fixed:L2", "run.widen_rounds=0")
     final = run_graph(ctx)
     assert final["stop_reason"] == "nothing left to expand" and final["evals"] == 1 and set(l2b.rounds) == {0}
+    ctx.tree.close()
+    # nor does it widen for agents that would only repeat themselves (no `widens`: a model-backed one)
+    class Plain(WideningAgent):
+        widens = False
+
+    l2c = Plain("L2")
+    ctx = make_ctx(tmp_path / "c", {"L2": l2c}, TableEvaluator(table), "run.routing=fixed:L2", "run.widen_rounds=2")
+    final = run_graph(ctx)
+    assert final["stop_reason"] == "nothing left to expand" and set(l2c.rounds) == {0}
     ctx.tree.close()
 
 

@@ -37,7 +37,9 @@ class AgentContext:
 
 @runtime_checkable
 class Agent(Protocol):
-    """One per level (and the hardware-sensing router). Empty list / None = nothing to do here."""
+    """One per level (and the hardware-sensing router). Empty list / None = nothing to do here. An agent
+    may say `widens = True`: once every node is exhausted, a widened round (context.extra["widen"],
+    run.widen_rounds) gets more from it; the loop widens only for such agents."""
 
     level: str
 

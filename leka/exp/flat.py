@@ -23,6 +23,11 @@ from leka.core.types import Edit
 class FlatAgent:
     level = "flat"
 
+    @property
+    def widens(self) -> bool:
+        """Whether a widened round gives it more to propose: when one of the agents it asks does."""
+        return any(getattr(self.agents.get(lv), "widens", False) for lv in self.layers)
+
     def __init__(self, agents: dict[str, Any], layers: list[str]):
         self.agents = agents
         self.layers = [lv for lv in level_names() if lv in layers]

@@ -175,7 +175,10 @@ def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     nxt = choose_next(ctx.tree, state, ctx.layers, explore)
     upd: RunState = {}
     widen = state.get("widen", 0)
-    if nxt is None and widen < ctx.cfg.run.widen_rounds:
+    # only where an enabled level's agent has more to offer when widened (its `widens`: the rule L1
+    # agent's wider grids); a model-backed agent asked again would repeat its answer at a cost
+    widens = any(getattr(ctx.agents.get(lv), "widens", False) for lv in ctx.layers)
+    if nxt is None and widen < ctx.cfg.run.widen_rounds and widens:
         # every node had nothing more at every level, and budget is left: reopen them, widened (the
         # agents see extra["widen"]); what was tried stays tried, so a round adds only what is new
         upd = {"widen": widen + 1, "exhausted": {}}
