@@ -237,7 +237,7 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
                 break  # precise enough: more pairs would only spend the evaluation's time
     point, lo, hi = stats.speedup_interval(tbs, tcs, level)
     ratios = [b / c for b, c in zip(tbs, tcs, strict=True) if c > 0]
-    floor = noise_floor(base, cfg) if cfg.get("noise_floor") else None
+    floor = noise_floor(base, cfg, nb, rb, statistics.median(tbs)) if cfg.get("noise_floor") else None
     wall = time.perf_counter() - t0
     return {"speedup": point, "speedup_lo": lo, "speedup_hi": hi, "ci_level": level, "noise_floor": floor,
             "ci_width": stats.rel_width(lo, hi), "max_ci_width": float(cfg.get("max_ci_width", 0.25)),
@@ -248,18 +248,31 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
             "machine_load": load.finish(snap, float(cfg.get("load_share", 0.25)))}
 
 
-def noise_floor(base: Timer, cfg: dict[str, Any]) -> dict[str, Any]:
+def noise_floor(base: Timer, cfg: dict[str, Any], number: int, repeats: int, t_call: float) -> dict[str, Any]:
     """The machine's noise floor where this evaluation ran: the baseline timed against itself (A-vs-A)
-    by the same protocol, timers and process as the comparison just made, in at most
-    `noise_floor_pairs` pairs within `noise_floor_budget_s`. Its interval is what a speedup of 1.00x
-    looks like here and now; a report states it beside the speedups (issue 27)."""
-    sub = {**cfg, "noise_floor": False, "ci_width": 0.0,
-           "max_pairs": max(1, int(cfg.get("noise_floor_pairs", 8))),
-           "min_pairs": min(int(cfg.get("min_pairs", 3)), max(1, int(cfg.get("noise_floor_pairs", 8)))),
-           "timing_budget_s": float(cfg.get("noise_floor_budget_s", 1.5))}
-    tm = paired_timing(base, base, sub, probe_load=False)
-    return {"speedup": tm["speedup"], "lo": tm["speedup_lo"], "hi": tm["speedup_hi"], "pairs": tm["pairs"],
-            "width": tm["ci_width"], "timing_s": round(tm["timing_s"], 3)}
+    by the same protocol, timer and process as the comparison just made, with that comparison's plan
+    for the baseline (`number` calls a sample, best of `repeats`): both sides make the same calls, as an
+    A-vs-A must. Planned again from fresh one-call samples (a sandboxed worker's first sample calibrates
+    once), the two sides got unequal call counts, a request's fixed cost weighed unequally, and the
+    floor of microsecond kernels read 0.3x-3x. At most `noise_floor_pairs` pairs within
+    `noise_floor_budget_s`, at least one. Its interval is what a speedup of 1.00x looks like here and
+    now; a report states it beside the speedups (issue 27)."""
+    per_pair = 2 * repeats * number * max(t_call, 1e-9)
+    most = max(1, int(cfg.get("noise_floor_pairs", 8)))
+    pairs = max(1, min(most, int(float(cfg.get("noise_floor_budget_s", 1.5)) // per_pair)))
+    t0 = time.perf_counter()
+    xs, ys = [], []
+    for i in range(pairs):
+        best = [math.inf, math.inf]
+        for _ in range(repeats):  # A B A B ...: each side's sample follows one of the other's
+            for j in ((0, 1) if i % 2 == 0 else (1, 0)):
+                best[j] = min(best[j], base.sample(number))
+        xs.append(best[0])
+        ys.append(best[1])
+    point, lo, hi = stats.speedup_interval(ys, xs, float(cfg.get("ci_level", stats.LEVEL)))
+    width = stats.rel_width(lo, hi)
+    return {"speedup": point, "lo": lo, "hi": hi, "pairs": pairs, "width": width if math.isfinite(width) else None,
+            "number": number, "timing_s": round(time.perf_counter() - t0, 3)}
 
 
 def record(res, tm: dict[str, Any]) -> None:

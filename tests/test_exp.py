@@ -388,7 +388,7 @@ def test_sigterm_stops_the_driver_and_its_ray_node(tmp_path):
         assert p.poll() is None, "the grid ended before it could be stopped"
         time.sleep(2)
         p.send_signal(signal.SIGTERM)
-        p.wait(timeout=60)
+        assert p.wait(timeout=60) == 128 + signal.SIGTERM  # its own exit, not Ray's abort (134)
         t0, left = time.time(), _session_pids(p.pid)
         while left and time.time() - t0 < 20:
             time.sleep(0.5)

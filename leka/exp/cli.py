@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
 from pathlib import Path
 
@@ -46,10 +45,6 @@ def load_dir(exp_dir: Path) -> tuple[C.ExpConfig, list[C.Job]]:
     return cfg, jobs
 
 
-def _exit_on(signum, _frame) -> None:
-    raise SystemExit(128 + signum)
-
-
 @app.command("run")
 def run_cmd(
     config: str = typer.Argument(None, help="experiment YAML (experiments/configs/*.yaml)"),
@@ -72,11 +67,6 @@ def run_cmd(
     else:
         exp_dir, cfg, jobs = start(config, out)
     n = workers or len(os.sched_getaffinity(0))
-    # a SIGTERM (a `timeout`, a batch system) stops the driver as Ctrl-C does: the store is closed and
-    # Ray's own exit handler shuts its local node down; by default SIGTERM ends Python with no handler
-    # run, and Ray's agents outlived the driver for minutes. The grid goes on with --resume
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _exit_on)
     console.print(f"[bold]experiment[/] {cfg.name}: {len(jobs)} jobs, {n} at once -> {exp_dir}")
     counts = run_grid(exp_dir, cfg, jobs, address=address, workers=n)
     console.print(f"grid: {counts.get('done', 0)}/{len(jobs)} done, {counts.get('failed', 0)} failed")

@@ -119,6 +119,25 @@ def _check_feasible(jobs: list[C.Job], cfg: C.ExpConfig) -> None:
                                 "join a cluster that has it with --address")
 
 
+_STOPPED_BY: list[int] = []  # the signal that stopped this driver (stop_on_signals)
+
+
+def _exit_on(signum, _frame) -> None:
+    _STOPPED_BY.append(signum)
+    raise SystemExit(128 + signum)
+
+
+def stop_on_signals() -> None:
+    """A SIGTERM or SIGHUP (a `timeout`, a batch system, a closed terminal) stops the driver as Ctrl-C
+    does: the store is closed and Ray's exit handler shuts its local node down; the grid goes on with
+    --resume. Installed after `ray.init`, whose own handler aborts the driver (exit 134) and left Ray's
+    agents running for minutes."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit_on)
+
+
 def prepare_baselines(cfg: C.ExpConfig, jobs: list[C.Job], *, tune: bool = True) -> dict[str, str]:
     """Tune the MetaSchedule baseline of every task the grid measures (cached, shared by its jobs),
     before any job starts. Returns {task: error} for tasks that could not be prepared (their jobs
@@ -218,12 +237,17 @@ def run_grid(exp_dir: Path, cfg: C.ExpConfig, jobs: list[C.Job], *, address: str
         prepare_baselines(cfg, todo, tune=False)  # refuses (baseline.prepare: refuse) before Ray starts
         init_ray(address, workers, max(resources_for(j.backend, cfg).get("CPU", 0.0) for j in todo),
                  local_devices(todo, cfg), gpus=any(resources_for(j.backend, cfg).get("GPU", 0.0) > 0 for j in todo))
+        stop_on_signals()
         _check_feasible(todo, cfg)
         problems = prepare_baselines(cfg, todo)
         if problems:
             console.print(f"[yellow]{len(problems)} task(s) cannot be measured; their jobs become failed rows[/]")
         _drive(store, exp_dir, cfg, pending, workers, live)
         return store.counts()
+    except SystemExit:
+        if _STOPPED_BY:  # Ray's wait turns the handler's exit into SystemExit(1): the signal's code instead
+            raise SystemExit(128 + _STOPPED_BY[-1]) from None
+        raise
     finally:
         store.close()
 
