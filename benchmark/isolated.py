@@ -107,7 +107,7 @@ def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool) -> 
     return sandbox.Served(
         setup=lambda buf, pool: A.sandbox_runner(runner, buf, pool.starts, shapes, cache, hold=hold),
         n_outputs=len(st.root.outputs), threads=threads, sandbox=True, guard=guard, hold=hold,
-        warm=lambda: A.start_thread_pool(threads), pin=bool(st.cfg.get("sandbox_pin", False)),
+        warm=lambda: A.start_thread_pool(threads), pin=bool(st.cfg.get("sandbox_pin", True)),
         guard_inputs=lambda lo, hi, fd: A.call_loop.install_input_guard(lo, hi, fd, cache))
 
 

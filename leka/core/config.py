@@ -95,9 +95,10 @@ class EvaluatorConfig(_Section):
     # 2026-12-02 the ring gave no honest kernel its in-process speed back and passed fewer A-vs-A
     # tasks (14/23 against 18/23, experiments/results/bench_eval_integrity.md, fourth measurement)
     sandbox_hold: int = Field(0, ge=0)
-    # the sandboxed CPU worker's compute threads one core each (benchmark/sandbox_worker.py place_threads);
-    # off until side-by-side A-vs-A and honest runs say it removes the bimodal slow readings
-    sandbox_pin: bool = False
+    # the sandboxed CPU worker's compute threads one core each (benchmark/sandbox_worker.py place_threads).
+    # Side by side on 2026-12-03 (bench_eval_integrity.md, fifth measurement): A-vs-A 19/23 pinned against
+    # 16/23 unpinned, LEKA's answers 6-14% faster pinned on all 4 tasks; false: placed by the kernel
+    sandbox_pin: bool = True
     sandbox_device_mib: int = Field(512, ge=1)  # a device worker's slots (inputs + outputs per call; at most 256)
     # diagnostics: every sandboxed timing request's split (the judge's clock, the worker's own, the pool
     # refill) in EvalResult.extra["timing_diag"] (experiments/bench_sandbox_split.py)
