@@ -80,5 +80,7 @@ class OpenCLRuleL1Agent(RuleL1Agent):
     def __init__(self, backend: str = "opencl", max_kernels: int = 2, root_params=None):
         super().__init__(backend, max_kernels, root_params)
 
-    def raw_variants(self, func, info: KernelInfo, lanes: int) -> list[tuple[str, list[dict[str, Any]] | None]]:
+    def raw_variants(self, func, info: KernelInfo, lanes: int,
+                     wide: bool = False) -> list[tuple[str, list[dict[str, Any]] | None]]:
+        # a widened round offers the same work-group grid again: its untried entries, on scheduled kernels too
         return opencl_variants(func, info)

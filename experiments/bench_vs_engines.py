@@ -276,19 +276,22 @@ def _kind_order(kinds: set[str]) -> list[str]:
     return [k for k in BASELINES if k in kinds]
 
 
-def render(out: Path) -> str:
-    from benchmark import stats
-    from profilers.roof import fmt_fraction, fmt_sol, sol_score
-
+def _load(out: Path) -> dict[str, Any]:
+    """What the table is made of: the latest row per item, the judge's meta, the kinds and arms."""
     runs = latest(read_rows(out / "runs.jsonl"), "arm", "task")
     judged = latest(read_rows(out / "judged.jsonl"), "arm", "task", "kind")
-    metas = [json.loads(p.read_text()) for p in sorted(out.glob("judge_meta-*.json"))]
-    backend = next(iter(runs.values()))["backend"] if runs else "?"
     kinds = _kind_order({k for (_, _, k) in judged})
-    labels = {k: next(r.get("label") or k for (_, _, kk), r in judged.items() if kk == k) for k in kinds}
-    arms = [a for a in ARMS if any(a == arm for (arm, _) in runs)]
+    return {"runs": runs, "judged": judged, "kinds": kinds,
+            "metas": [json.loads(p.read_text()) for p in sorted(out.glob("judge_meta-*.json"))],
+            "arms": [a for a in ARMS if any(a == arm for (arm, _) in runs)],
+            "tasks": list(dict.fromkeys(t for (_, t) in runs)), "ref": "tuned" if "tuned" in kinds else "untuned",
+            "labels": {k: next(r.get("label") or k for (_, _, kk), r in judged.items() if kk == k) for k in kinds}}
+
+
+def _head(d: dict[str, Any]) -> list[str]:
+    runs, judged, metas, kinds, ref = d["runs"], d["judged"], d["metas"], d["kinds"], d["ref"]
+    backend = next(iter(runs.values()))["backend"] if runs else "?"
     peaks = next((r["peaks"] for r in judged.values() if r.get("peaks")), None)
-    ref = "tuned" if "tuned" in kinds else "untuned"
     budgets = sorted({r.get("budget") for r in runs.values()})
     stamps = [r.get("ended") for r in [*runs.values(), *judged.values()] if r.get("ended")]
     when = (f"{_utc(min(stamps))} to {_utc(max(stamps))} UTC" if stamps else "-")
@@ -298,12 +301,12 @@ def render(out: Path) -> str:
              f"- When: {when}; `experiments/bench_vs_engines.py` (run, judge, render).",
              f"- Machine: {metas[-1]['machine'] if metas else '-'}",
              f"- Versions: {metas[-1]['versions'] if metas else '-'}",
-             f"- Runs: {', '.join(ARM_TEXT[a] for a in arms)}; budget {', '.join(map(str, budgets))} a task, seed 0.",
+             f"- Runs: {', '.join(ARM_TEXT[a] for a in d['arms'])}; budget {', '.join(map(str, budgets))} a task, seed 0.",
              f"- Judge: `Evaluator.evaluate` (what `leka bench eval TASK --candidate RUN_DIR --baseline KIND` runs): "
              f"checked over the seeds, then interleaved pairs against each baseline; cells are the speedup of LEKA's "
              f"answer over the baseline with its 95% interval (`+` above 1, `-` below 1, `?` too wide to trust). "
              f"Overrides: {', '.join(sets) if sets else 'none (the defaults)'}.",
-             "- Baselines: " + "; ".join(f"`{k}` = {labels[k]}" for k in kinds) + "."]
+             "- Baselines: " + "; ".join(f"`{k}` = {d['labels'][k]}" for k in kinds) + "."]
     if peaks:
         lv = ", ".join(f"{x['name']} {x['gbps']:.0f} GB/s" for x in peaks.get("levels") or []
                        if x.get("gbps") and x.get("name") != "DRAM")
@@ -313,12 +316,17 @@ def render(out: Path) -> str:
                      + f"; bandwidth {lv or '-'}, DRAM {peaks.get('gbps', 0):.0f} GB/s. "
                      "Roof: the answer's SOL time (its kernels at these peaks) over its judged time; SOL score "
                      f"against `{ref}` (SOL-ExecBench's form: 1 at the roof, 0.5 at the baseline).")
-    lines.append("")
+    return lines + [""]
+
+
+def _table(d: dict[str, Any]) -> list[str]:
+    from profilers.roof import fmt_fraction, fmt_sol, sol_score
+
+    runs, judged, kinds, ref = d["runs"], d["judged"], d["kinds"], d["ref"]
     head = ["task", "arm", "evals", "nodes L0/L1/L2", *[f"vs {k}" for k in kinds], "roof", f"SOL vs {ref}"]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    tasks = list(dict.fromkeys(t for (_, t) in runs))
-    for t in tasks:
-        for a in arms:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for t in d["tasks"]:
+        for a in d["arms"]:
             r = runs.get((a, t))
             if r is None:
                 continue
@@ -331,9 +339,17 @@ def render(out: Path) -> str:
                      *[(_cell(judged.get((a, t, k))) if r.get("best_correct") else "no correct answer") for k in kinds],
                      fmt_fraction(u.get("roof_fraction")), fmt_sol(sol)]
             lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## Summary per arm and baseline", "",
-              "| arm | baseline | tasks judged | median speedup | geomean [95% CI over tasks] | faster (lo > 1) | slower (hi < 1) |",
-              "|---|---|---|---|---|---|---|"]
+    return lines
+
+
+def _summary(d: dict[str, Any]) -> list[str]:
+    from benchmark import stats
+    from profilers.roof import fmt_fraction
+
+    runs, judged, kinds, arms, tasks = d["runs"], d["judged"], d["kinds"], d["arms"], d["tasks"]
+    lines = ["", "## Summary per arm and baseline", "",
+             "| arm | baseline | tasks judged | median speedup | geomean [95% CI over tasks] | faster (lo > 1) | slower (hi < 1) |",
+             "|---|---|---|---|---|---|---|"]
     for a in arms:
         for k in kinds:
             rs = [r for (aa, _, kk), r in judged.items() if aa == a and kk == k and r.get("status") == "ok"]
@@ -346,11 +362,8 @@ def render(out: Path) -> str:
     if engines:
         lines += ["", f"Against the best engine of each task (the fastest of {', '.join(engines)} on that task):", ""]
         for a in arms:
-            per = []
-            for t in tasks:
-                sp = [r["speedup"] for k in engines if (r := judged.get((a, t, k))) and r.get("status") == "ok"]
-                if sp:
-                    per.append(min(sp))
+            per = [min(sp) for t in tasks
+                   if (sp := [r["speedup"] for k in engines if (r := judged.get((a, t, k))) and r.get("status") == "ok"])]
             if per:
                 lines.append(f"- {a}: median task {statistics.median(per):.2f}x over {len(per)} tasks "
                              f"(at least 1.00x on {sum(x >= 1 for x in per)})")
@@ -362,7 +375,12 @@ def render(out: Path) -> str:
     unused = [f"{a}/{t}" for (a, t), r in runs.items() if r.get("stop_reason") and "budget" not in r["stop_reason"]]
     if unused:
         lines += ["", f"Runs that ended before their budget: {', '.join(unused)}."]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def render(out: Path) -> str:
+    d = _load(out)
+    return "\n".join(_head(d) + _table(d) + _summary(d)) + "\n"
 
 
 def _utc(ts: float) -> str:

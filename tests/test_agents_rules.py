@@ -34,8 +34,13 @@ def example(request):
     return request.param, task, root, cand, target, funcs
 
 
+# this machine's fp32 lanes, as a run's context has them (a C++ L2 kernel of 16 lanes needs AVX-512,
+# which not every x86 machine has)
+LANES = A.vector_lanes_fp32(A.cpu_target())
+
+
 def ctx(task, level: str, **kw) -> AgentContext:
-    return AgentContext(task_id=task.id, backend="llvm", level=level, vector_lanes=16, num_cores=2, **kw)
+    return AgentContext(task_id=task.id, backend="llvm", level=level, vector_lanes=LANES, num_cores=2, **kw)
 
 
 def _random_args(func, seed: int = 0) -> list[np.ndarray]:
@@ -99,7 +104,7 @@ def test_l1_batch_schedules_the_hottest_kernels_in_one_edit(example, tmp_path):
     keys = {A.structural_hash(funcs[n]) for n in batch.payload["traces"]}
     assert len(keys) == len(batch.payload["traces"])  # identical kernels share one L1 entry
     for n, steps in batch.payload["traces"].items():  # the first variant that compiles, of the first two
-        assert steps in [v for _, v in agent.variants_for(funcs[n], n, 16)[:2]]
+        assert steps in [v for _, v in agent.variants_for(funcs[n], n, LANES)[:2]]
     out = apply_edit(cand, batch, workdir=tmp_path, root_params=root.params, build_check=False)
     assert out.ok, out.error
     assert set(out.candidate.l1) == keys
@@ -123,7 +128,7 @@ def test_l1_every_kernel_gets_a_legal_trace(example):
     _, _, root, _, _, funcs = example
     agent = RuleL1Agent(root_params=root.params)
     for n, f in funcs.items():
-        vs = agent.variants_for(f, n, 16)
+        vs = agent.variants_for(f, n, LANES)
         assert vs, f"no legal trace for {n}"
         for _, steps in vs:
             sched.apply_trace(f, steps)  # raises TraceError if a proposed trace were illegal
@@ -256,6 +261,6 @@ def test_a_widened_round_reschedules_scheduled_kernels_with_untried_tiles(exampl
         assert validate_trace(funcs[e.target], e.payload["trace"]) is None
     gemm = [n for n, f in funcs.items() if analyse(f, n).kind in ("matmul", "batch_matmul", "conv", "depthwise_conv")]
     if gemm:  # the widened grid exists only for GEMM-like kernels
-        wider = agent.variants_for(funcs[gemm[0]], gemm[0], 16, wide=True)
-        assert len(wider) > len(agent.variants_for(funcs[gemm[0]], gemm[0], 16))
+        wider = agent.variants_for(funcs[gemm[0]], gemm[0], LANES, wide=True)
+        assert len(wider) > len(agent.variants_for(funcs[gemm[0]], gemm[0], LANES))
         assert any("(widened)" in why for why, _ in wider)
