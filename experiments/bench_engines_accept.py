@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -66,13 +64,9 @@ def versions() -> str:
 
 
 def machine() -> str:
-    cpu = ""
-    try:
-        cpu = next(ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                   if ln.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{platform.machine()} {cpu}, {len(os.sched_getaffinity(0))} cores in the affinity set"
+    from experiments.bench_vs_engines import machine as described
+
+    return described()
 
 
 def _cell(r: dict | None) -> str:

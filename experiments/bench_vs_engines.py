@@ -112,17 +112,23 @@ def cmd_run(args) -> None:
     todo = [(a, t) for a in arms for t in ids if (a, t) not in done]
     print(f"{len(todo)} runs to do ({len(done)} done), {args.jobs} at once, budget {args.budget}", flush=True)
     t_end = time.time() + 60 * args.minutes if args.minutes else None
-    with cf.ThreadPoolExecutor(args.jobs) as pool:
-        futs = {}
-        for a, t in todo:
-            futs[pool.submit(_gated, t_end, one_run, args.backend, a, t, out, args.budget, args.set)] = (a, t)
+    _drain([(one_run, (args.backend, a, t, out, args.budget, args.set)) for a, t in todo], args.jobs, t_end,
+           out / "runs.jsonl",
+           lambda r: f"{r['arm']} {r['task']}: best {r.get('best_speedup') or 0:.2f}x, correct "
+                     f"{r.get('best_correct')}, evals {r.get('evaluations')}, {r['wall_s']}s")
+
+
+def _drain(calls: list[tuple[Any, tuple]], jobs: int, t_end: float | None, sink: Path, say) -> None:
+    """Each (fn, args) on a pool of `jobs`, none started after `t_end`; each row appended to `sink` as it
+    finishes (a killed call keeps what was done) and said in one line."""
+    with cf.ThreadPoolExecutor(jobs) as pool:
+        futs = [pool.submit(_gated, t_end, fn, *a) for fn, a in calls]
         for i, f in enumerate(cf.as_completed(futs), 1):
-            r = f.result()
-            if r is None:
+            row = f.result()
+            if row is None:
                 continue
-            _append(out / "runs.jsonl", r)
-            print(f"[{i}/{len(todo)}] {r['arm']} {r['task']}: best {r.get('best_speedup') or 0:.2f}x, correct "
-                  f"{r.get('best_correct')}, evals {r.get('evaluations')}, {r['wall_s']}s", flush=True)
+            _append(sink, row)
+            print(f"[{i}/{len(calls)}] {say(row)}", flush=True)
 
 
 def _gated(t_end: float | None, fn, *a):
@@ -207,15 +213,8 @@ def cmd_judge(args) -> None:
     todo = [(r, k) for r in runs if r.get("best_correct") for k in order if (r["arm"], r["task"], k) not in done]
     print(f"{len(todo)} evaluations to do, {args.jobs} at once", flush=True)
     t_end = time.time() + 60 * args.minutes if args.minutes else None
-    with cf.ThreadPoolExecutor(args.jobs) as pool:
-        futs = {pool.submit(_gated, t_end, _safe_judge, r, k, out, args.trials, args.set): (r, k) for r, k in todo}
-        for i, f in enumerate(cf.as_completed(futs), 1):
-            row = f.result()
-            if row is None:
-                continue
-            _append(out / "judged.jsonl", row)
-            print(f"[{i}/{len(todo)}] {row['arm']} {row['task']} vs {row['kind']}: {row['status']} "
-                  f"{_cell(row)}", flush=True)
+    _drain([(_safe_judge, (r, k, out, args.trials, args.set)) for r, k in todo], args.jobs, t_end,
+           out / "judged.jsonl", lambda row: f"{row['arm']} {row['task']} vs {row['kind']}: {row['status']} {_cell(row)}")
 
 
 def _safe_judge(run: dict, kind: str, out: Path, trials: int, sets: list[str]) -> dict:
