@@ -63,6 +63,7 @@ from benchmark.sandbox_wire import (  # noqa: F401 - the sandbox's names, re-exp
     cpus,
     dtype_code,
     faults,
+    placed_record,
     read_memory,
 )
 
@@ -429,14 +430,6 @@ class SandboxWorker:
 
 # --------------------------------------------------------------------------- starting one
 
-def _placed(placed: Any) -> dict[str, list[int]]:
-    """The worker's own report of its threads' cores (evaluator.sandbox_pin): a record, never a verdict."""
-    if not isinstance(placed, dict):
-        return {}
-    return {str(k)[:12]: [int(c) for c in v][:4] for k, v in list(placed.items())[:16]
-            if isinstance(v, list) and all(isinstance(c, int) for c in v)}
-
-
 def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) -> SandboxWorker:
     """Fork a worker (call before the judge maps the pool writable or starts threads of its own)."""
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -491,7 +484,7 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
     w.pool = pool
     w.results_addr = int(hello["results"]) if isinstance(hello.get("results"), int) else 0
     w.threads = int(hello.get("threads", 0)) if isinstance(hello.get("threads"), int) else 0
-    w.placed = _placed(hello.get("placed"))
+    w.placed = placed_record(hello.get("placed"))
     w.device = served.device
     w.hold = 0 if served.device else max(0, int(served.hold))
     w._stop()

@@ -192,3 +192,11 @@ def cpus(pid: int) -> list[int] | None:
                 for t in sorted(os.listdir(f"/proc/{pid}/task"))]
     except (OSError, IndexError, ValueError):
         return None
+
+
+def placed_record(placed: Any) -> dict[str, list[int]]:
+    """The worker's own report of its threads' cores (evaluator.sandbox_pin): a record, never a verdict."""
+    if not isinstance(placed, dict):
+        return {}
+    return {str(k)[:12]: [int(c) for c in v][:4] for k, v in list(placed.items())[:16]
+            if isinstance(v, list) and all(isinstance(c, int) for c in v)}
