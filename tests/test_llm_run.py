@@ -112,6 +112,7 @@ def chain(tmp_path_factory):
     from agents.rules import make_rule_agents
     from benchmark.task import load_task_file
     from leka import ir
+    from leka import tvm_adapter as A
     from leka.core.protocols import AgentContext
     from leka.ir.edits import apply_edit
 
@@ -122,7 +123,9 @@ def chain(tmp_path_factory):
     agents = make_rule_agents("llvm", root_params=root.params)
 
     def ctx(lv: str) -> AgentContext:
-        return AgentContext(task_id=task.id, backend="llvm", level=lv, vector_lanes=16, num_cores=2, variants=3)
+        # this machine's fp32 lanes, as a run has them: a 16-lane C++ kernel needs AVX-512
+        return AgentContext(task_id=task.id, backend="llvm", level=lv, vector_lanes=A.vector_lanes_fp32(A.cpu_target()),
+                            num_cores=2, variants=3)
 
     def apply(c, e):
         got = apply_edit(c, e, workdir=work, root_params=root.params)
