@@ -163,23 +163,21 @@ def place_threads() -> dict[str, list[int]]:
     robin. Returns {tid: cpus} as placed, for the judge's record; nothing changes where the cores are
     too few to keep anything apart."""
     allowed = sorted(os.sched_getaffinity(0))
-    tids = sorted(int(t) for t in os.listdir("/proc/self/task"))
+    if len(allowed) < 2:
+        return {}
     pinned: dict[int, set[int]] = {}
     free: list[int] = []
-    for tid in tids:
+    for tid in sorted(int(t) for t in os.listdir("/proc/self/task") if int(t) != os.getpid()):
         try:
             cpus = os.sched_getaffinity(tid)
         except OSError:
             continue
-        if tid != os.getpid() and len(cpus) == 1:
+        if len(cpus) == 1:
             pinned[tid] = cpus
-        elif tid != os.getpid():
+        else:
             free.append(tid)
-    taken = set().union(*pinned.values()) if pinned else set()
-    spare = [c for c in allowed if c not in taken] or allowed
-    if len(allowed) < 2:
-        return {}
-    main = spare[0]
+    taken = set().union(*pinned.values())
+    main = next((c for c in allowed if c not in taken), allowed[0])
     os.sched_setaffinity(0, {main})
     rest = [c for c in allowed if c != main]
     placed = {str(os.getpid()): [main], **{str(t): sorted(c) for t, c in pinned.items()}}

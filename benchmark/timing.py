@@ -193,6 +193,19 @@ def _spread(ratios: list[float]) -> float | None:
     return (q[-1] - q[0]) / med if med > 0 else math.inf
 
 
+def _pair(first: tuple[Timer, int, int], second: tuple[Timer, int, int]) -> tuple[float, float]:
+    """One pair of (timer, number, repeats) arms: each arm's sample is the best of its repetitions, and the
+    repetitions alternate (A B A B A B): every run then follows a run of the other arm, so the cost of
+    switching (caches, the other worker's state, a core waking up) and any drift within the pair fall on
+    both alike. Runs of one arm back to back would leave the first of them cold and the others warm."""
+    best = [math.inf, math.inf]
+    for k in range(max(first[2], second[2])):
+        for j, (t, n, r) in enumerate((first, second)):
+            if k < r:
+                best[j] = min(best[j], t.sample(n))
+    return best[0], best[1]
+
+
 def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: bool = True) -> dict[str, Any]:
     """A B A B ... (order alternating per pair), warm-up first; `number` per sample adapts so one
     sample lasts ~sample_s; the pair count fits timing_budget_s (`_plan`). The speedup is the geometric
@@ -211,24 +224,12 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
     target = float(cfg.get("ci_width", 0.0) or 0.0)
     min_pairs = int(cfg.get("min_pairs", 3))
 
-    def pair(first: tuple[Timer, int, int], second: tuple[Timer, int, int]) -> tuple[float, float]:
-        """Each arm's sample is the best of its repetitions, and the repetitions alternate (A B A B A B):
-        every run then follows a run of the other arm, so the cost of switching (caches, the other
-        worker's state, a core waking up) and any drift within the pair fall on both alike. Runs of
-        one arm back to back would leave the first of them cold and the others warm."""
-        best = [math.inf, math.inf]
-        for k in range(max(first[2], second[2])):
-            for j, (t, n, r) in enumerate((first, second)):
-                if k < r:
-                    best[j] = min(best[j], t.sample(n))
-        return best[0], best[1]
-
     tcs, tbs = [], []
     for i in range(pairs):
         if i % 2 == 0:
-            tc, tb = pair((cand, nc, rc), (base, nb, rb))
+            tc, tb = _pair((cand, nc, rc), (base, nb, rb))
         else:
-            tb, tc = pair((base, nb, rb), (cand, nc, rc))
+            tb, tc = _pair((base, nb, rb), (cand, nc, rc))
         tcs.append(tc)
         tbs.append(tb)
         if target and i + 1 >= min_pairs and i + 1 < pairs:
@@ -262,13 +263,12 @@ def noise_floor(base: Timer, cfg: dict[str, Any], number: int, repeats: int, t_c
     pairs = max(1, min(most, int(float(cfg.get("noise_floor_budget_s", 1.5)) // per_pair)))
     t0 = time.perf_counter()
     xs, ys = [], []
-    for i in range(pairs):
-        best = [math.inf, math.inf]
-        for _ in range(repeats):  # A B A B ...: each side's sample follows one of the other's
-            for j in ((0, 1) if i % 2 == 0 else (1, 0)):
-                best[j] = min(best[j], base.sample(number))
-        xs.append(best[0])
-        ys.append(best[1])
+    arm = (base, number, repeats)
+    for i in range(pairs):  # each side first in every other pair, as in the comparison
+        a, b = _pair(arm, arm)
+        x, y = (a, b) if i % 2 == 0 else (b, a)
+        xs.append(x)
+        ys.append(y)
     point, lo, hi = stats.speedup_interval(ys, xs, float(cfg.get("ci_level", stats.LEVEL)))
     width = stats.rel_width(lo, hi)
     return {"speedup": point, "lo": lo, "hi": hi, "pairs": pairs, "width": width if math.isfinite(width) else None,

@@ -90,10 +90,6 @@ def _fmt(x: float | None, pct: bool = False) -> str:
     return f"{100 * x:.0f}%" if pct else f"{x:.2f}x"
 
 
-def _pct1(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
 def _fmt_ci(ci: tuple[float, float | None, float | None] | None) -> str:
     return stats.fmt_interval(*ci) if ci else "-"
 
@@ -252,7 +248,7 @@ def noise_floor_table(d: Data) -> list[str]:
         with_ci = [nf for nf in nfs if nf.get("lo") is not None and nf.get("hi") is not None]
         holds = sum(1 for nf in with_ci if nf["lo"] <= 1.0 <= nf["hi"])
         widths = [float(nf["width"]) for nf in with_ci if nf.get("width") is not None]
-        out.append(f"| {b} | {len(nfs)} | {_median(pts):.3f}x | {_pct1(_median(widths))} "
+        out.append(f"| {b} | {len(nfs)} | {_median(pts):.3f}x | {fmt_fraction(_median(widths))} "
                    f"| {holds} of {len(with_ci)} | {sum(0.97 <= x <= 1.03 for x in pts)} of {len(pts)} "
                    f"| {pts[0]:.3f}x, {pts[-1]:.3f}x |")
     return out + [""]

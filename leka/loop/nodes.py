@@ -177,8 +177,8 @@ def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     widen = state.get("widen", 0)
     # only where an enabled level's agent has more to offer when widened (its `widens`: the rule L1
     # agent's wider grids); a model-backed agent asked again would repeat its answer at a cost
-    widens = any(getattr(ctx.agents.get(lv), "widens", False) for lv in ctx.layers)
-    if nxt is None and widen < ctx.cfg.run.widen_rounds and widens:
+    if nxt is None and widen < ctx.cfg.run.widen_rounds and any(
+            getattr(ctx.agents.get(lv), "widens", False) for lv in ctx.layers):
         # every node had nothing more at every level, and budget is left: reopen them, widened (the
         # agents see extra["widen"]); what was tried stays tried, so a round adds only what is new
         upd = {"widen": widen + 1, "exhausted": {}}
