@@ -29,7 +29,7 @@ demo: setup
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra --durations=25
 
 test-slow: setup
 	$(BIN)/python -m pytest -q -ra -m slow
