@@ -74,17 +74,20 @@ def latest(rows: list[dict], *key: str) -> dict[tuple, dict]:
 
 # ----------------------------------------------------------------------------- run
 def one_run(backend: str, arm: str, tid: str, out: Path, budget: str, sets: list[str]) -> dict:
+    from benchmark.task import resolve
+
+    name = resolve(tid).id  # the run folder's prefix (tid may be a task file's path)
     runs = out / "runs" / arm
-    log = out / "logs" / f"{arm}-{tid}.log"
+    log = out / "logs" / f"{arm}-{name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    before = set(runs.glob(f"{tid}-*"))
+    before = set(runs.glob(f"{name}-*"))
     cmd = [sys.executable, "-m", "leka.cli", "run", "--task", tid, "--backend", backend, "--budget", budget,
            "--policy", "rules", "--seed", "0", "--out", str(runs), "--quiet",
            *[x for s in [*ARMS[arm], *sets] for x in ("--set", s)]]
     t0 = time.time()
     with open(log, "w") as f:
         rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT).returncode
-    new = sorted(set(runs.glob(f"{tid}-*")) - before, key=lambda p: p.stat().st_mtime)
+    new = sorted(set(runs.glob(f"{name}-*")) - before, key=lambda p: p.stat().st_mtime)
     row: dict[str, Any] = {"backend": backend, "arm": arm, "task": tid, "rc": rc, "budget": budget,
                            "wall_s": round(time.time() - t0, 1), "ended": time.time()}
     if new and (new[-1] / "summary.json").is_file():

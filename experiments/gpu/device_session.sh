@@ -17,6 +17,8 @@
 #   bash experiments/gpu/device_session.sh aa      issue 27: A/A of the CUDA and OpenCL time steps (aa_gpu.py:
 #                                                  sandboxed, in-process, in-process with the old warm-up) beside
 #                                                  the OpenCL plugin's build and the fast-math GPU tests
+#   bash experiments/gpu/device_session.sh equal_run / equal_judge  issue 30: bench_equal_clock.py run (LEKA and
+#                                                  MetaSchedule EQ_BUDGET each, EQ_JOBS at once) / judge and render
 #   bash experiments/gpu/device_session.sh STEP    one step: setup smoke tests run2m runs tune table
 #
 # With one GPU, call2 does not tune; call3 tunes first (nothing else on the GPU), then times.
@@ -281,6 +283,25 @@ case $what in
     cp "$WORK/engines/runs.jsonl" "$WORK/engines/judged.jsonl" "$WORK"/engines/judge_meta-*.json "$LOGS/" 2>/dev/null
     cp "$LOGS/engines_table.md" "$OUT/" 2>/dev/null
     tail -8 "$LOGS/engines_judge.log"; head -40 "$LOGS/engines_table.md"
+    ;;
+  equal_run)  # issue 30: LEKA and MetaSchedule, EQ_BUDGET each per task, EQ_JOBS tasks at once (bench_equal_clock.py)
+    export CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0
+    check_env > "$LOGS/env.log" 2>&1
+    step equal_run "$(left)" python3 experiments/bench_equal_clock.py run --backend cuda --out "$WORK/equal" \
+      --budget "${EQ_BUDGET:-2m}" --jobs "${EQ_JOBS:-12}" --minutes "$(( ($(left) - 200) / 60 ))" "${FAST[@]}"
+    cp "$WORK/equal/runs.jsonl" "$WORK/equal/tunes.jsonl" "$LOGS/" 2>/dev/null; tail -30 "$LOGS/equal_run.log"
+    ;;
+  equal_judge)  # issue 30: each LEKA answer against MetaSchedule's database at every minute cut
+    export CUDA_VISIBLE_DEVICES=0 LEKA_GPU_LOCK=/tmp/leka-gpu-lock-0
+    J=(--set evaluator.timing_budget_s=1.0 --set evaluator.max_pairs=10 --set evaluator.sample_s=0.01
+       --set evaluator.timeout_s=300 --set baseline.cache_dir=$WORK/cache)
+    step equal_judge "$(left)" python3 experiments/bench_equal_clock.py judge --out "$WORK/equal" --jobs "${EQ_JOBS:-6}" \
+      --minutes "$(( ($(left) - 60) / 60 ))" "${J[@]}"
+    python3 experiments/bench_equal_clock.py render --out "$WORK/equal" --md "$LOGS/equal_table.md" > /dev/null 2>&1
+    cp "$WORK/equal/runs.jsonl" "$WORK/equal/tunes.jsonl" "$WORK/equal/judged.jsonl" "$WORK"/equal/judge_meta-*.json \
+      "$LOGS/" 2>/dev/null
+    cp "$LOGS/equal_table.md" "$OUT/" 2>/dev/null
+    tail -8 "$LOGS/equal_judge.log"; head -40 "$LOGS/equal_table.md"
     ;;
   setup) check_env ;;
   smoke) s_smoke ;;

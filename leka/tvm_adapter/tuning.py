@@ -92,6 +92,14 @@ def _runner(target: tvm.target.Target, rpc: tuple[str, int, str] | None, timeout
     return ms.runner.LocalRunner(timeout_sec=timeout_sec, initializer=worker_initializer(target))
 
 
+def tuning_tasks(lowered: tvm.IRModule, target: tvm.target.Target) -> int:
+    """How many PrimFuncs of the module MetaSchedule would tune (those marked scheduled it skips)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    return len([t for t in ms.relax_integration.extract_tasks(lowered, target)
+                if not t.mod.attrs.get("tirx.is_scheduled", False)])
+
+
 def tune_relax(lowered: tvm.IRModule, target: tvm.target.Target, work_dir: str, trials: int, seed: int = 0,
                rpc: tuple[str, int, str] | None = None, cross_compiler: str = "",
                run_timeout_s: float = 120.0) -> int:
@@ -101,16 +109,15 @@ def tune_relax(lowered: tvm.IRModule, target: tvm.target.Target, work_dir: str, 
     MetaSchedule's 30 s: PoCL compiles a trial's OpenCL C on its first run, in the runner."""
     from tvm.s_tir import meta_schedule as ms
 
-    tasks = [t for t in ms.relax_integration.extract_tasks(lowered, target)
-             if not t.mod.attrs.get("tirx.is_scheduled", False)]
-    if not tasks:
+    n = tuning_tasks(lowered, target)
+    if not n:
         return 0
     ms.relax_integration.tune_relax(
         mod=lowered, params={}, target=target, work_dir=work_dir, max_trials_global=trials,
-        max_trials_per_task=max(4, trials // len(tasks)), num_trials_per_iter=min(8, max(2, trials)),
+        max_trials_per_task=max(4, trials // n), num_trials_per_iter=min(8, max(2, trials)),
         builder=_fast_builder(initializer=worker_initializer(target), cross_compiler=cross_compiler),
         runner=_runner(target, rpc, run_timeout_s), seed=seed)
-    return len(tasks)
+    return n
 
 
 def apply_tuning_db(lowered: tvm.IRModule, target: tvm.target.Target, work_dir: str) -> tvm.IRModule:
