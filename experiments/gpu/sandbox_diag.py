@@ -4,7 +4,9 @@ Each variant runs one evaluation job (`benchmark.worker.run_job`, in a forked ch
 so the variant's change to the worker's layers applies) of a task's root against untuned TVM:
 `full` is the default sandbox; the others drop one layer (`no_seccomp`, `no_jail`, `no_limits`) or add
 one group of system calls to the allow-list (`+open`, `+clone`, `+exec_mem`, `+misc`). A variant that
-passes where `full` fails names what the device's driver needs. Prints one line per variant.
+passes where `full` fails names what the device's driver needs. Prints one line per variant. On the CPU
+(`--backend llvm`) `in_process` (no sandbox) and `no_pin` (threads placed by the kernel) with `--rounds N`
+compare the root's absolute time (`t_cand_us`) per layer: where the sandbox's time goes.
 
     python3 experiments/gpu/sandbox_diag.py --backend cuda --task l1_mish [--variants full,no_seccomp]
 """
@@ -72,7 +74,8 @@ def _patch(variant: str) -> None:
 def run_variant(variant: str, task, backend: str, cache: str) -> dict:
     from leka.core.config import EvaluatorConfig
 
-    cfg = EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0)
+    cfg = EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0, sandbox=variant != "in_process",
+                          sandbox_pin=variant != "no_pin")
     job = {"task_path": str(task.path), "task_id": task.id, "backend": backend, "candidate": None,
            "evaluator": cfg.model_dump(mode="json"), "baseline": "untuned", "time": True, "profile": True,
            "export": None, "cache_dir": cache, "threads": len(os.sched_getaffinity(0)), "device": None}
@@ -110,16 +113,18 @@ def main() -> None:
     ap.add_argument("--task", default="l1_mish")
     ap.add_argument("--variants", default="full,no_seccomp,no_jail,no_limits,+open,+clone,+exec_mem,+misc")
     ap.add_argument("--stop-on-pass", action="store_true", help="after `full`, run the others only if it failed")
+    ap.add_argument("--rounds", type=int, default=1, help="the variants this many times, in turn")
     args = ap.parse_args()
     from benchmark.task import resolve
 
     task = resolve(args.task)
     cache = tempfile.mkdtemp(prefix="leka-diag-cache-")
-    for v in args.variants.split(","):
-        row = run_variant(v, task, args.backend, cache)
-        print(json.dumps(row), flush=True)
-        if v == "full" and row.get("correct") and args.stop_on_pass:
-            break
+    for _ in range(args.rounds):
+        for v in args.variants.split(","):
+            row = run_variant(v, task, args.backend, cache)
+            print(json.dumps(row), flush=True)
+            if v == "full" and row.get("correct") and args.stop_on_pass:
+                return
 
 
 if __name__ == "__main__":
