@@ -155,7 +155,7 @@ class LocalFuture:
                  entry: str = "benchmark.worker:run_job", refs_child: bool = True):
         self.timeout_s, self.cap_gb = timeout_s, memory_cap_gb
         self.cap, self.cap_where = memory.cap_bytes(memory_cap_gb)  # the child's own replaces it when derived
-        job = {**job, "memory_cap_gb": memory_cap_gb}
+        job = {**job, "memory_cap_gb": memory_cap_gb, "slot_dir": str(slots.slot_dir(job.get("backend", "llvm")))}
         if job["evaluator"].get("fresh_seed", True) and "fresh_seed" not in job:
             # drawn here, as both children need it: a seed nobody knew before this evaluation
             job["fresh_seed"] = random.SystemRandom().randrange(10**6, 2**31 - 8000)

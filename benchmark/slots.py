@@ -86,3 +86,58 @@ def acquire(n_slots: int, backend: str, timeout_s: float | None = None) -> Slot:
         if timeout_s is not None and time.monotonic() - t0 > timeout_s:
             raise TimeoutError(f"no measuring slot of {n_slots} free after {timeout_s:g} s ({d})")
         time.sleep(POLL_S)
+
+
+# ----------------------------------------------------------------------------- the CPU gate
+# Slots keep two evaluations from timing each other; the gate keeps everything else off the cores while
+# one is timed. Work that only competes for the cores (builds, a rule agent's proposals and edits) holds
+# it shared; checks, profiles and timings hold it exclusively. A taker passes a gate lock first and an
+# exclusive taker keeps it while it waits, so new shared takers queue behind it (writer preference): a
+# stream of builds cannot starve a timing. Waits are reported so that nobody's budget counts them.
+class Hold:
+    """A held side of the CPU gate; `waited_s` is how long it took to get."""
+
+    def __init__(self, fd: int | None, waited_s: float):
+        self._fd, self.waited_s = fd, waited_s
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> Hold:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _locked(path: Path, op: int) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, op)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def cpu_gate(backend: str, exclusive: bool, enabled: bool = True, where: str | None = None) -> Hold:
+    """Take the machine's CPU gate for `backend`, shared or exclusive (see above); a dummy when not
+    enabled (no measuring slots: a run alone on its machine). `where`: the slots' folder as the job's
+    parent named it (an evaluation child forked from a forkserver has the server's environment)."""
+    if not enabled:
+        return Hold(None, 0.0)
+    d = Path(where) if where else slot_dir(backend)
+    d.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    gate = _locked(d / "gate.lock", fcntl.LOCK_EX)
+    try:
+        fd = _locked(d / "cpu.lock", fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    finally:
+        fcntl.flock(gate, fcntl.LOCK_UN)
+        os.close(gate)
+    return Hold(fd, time.monotonic() - t0)

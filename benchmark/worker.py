@@ -32,6 +32,7 @@ from benchmark import (
     process_state,
     sandbox,
     sandbox_timing,
+    slots,
     timing,
 )
 from benchmark import refs as refstore
@@ -441,6 +442,9 @@ def time_step(st: JobState) -> bool:
 
 
 STEPS = (prepare, build, check, profile_export, time_step)
+# under measuring slots (a grid), these only compete for the cores and hold the CPU gate shared; the
+# others run and time programs on them and hold it alone (benchmark/slots.py cpu_gate)
+SHARED_STEPS = ("prepare", "build")
 
 
 def run_job(job: dict[str, Any], out_path: str) -> None:
@@ -456,12 +460,16 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
                                  baseline=job.get("baseline"), seeds=list(cfg["seeds"])))
     phases: dict[str, float] = {}  # wall seconds per step: where an evaluation's time goes
     st.res.extra["phase_s"] = phases
+    gated = int(cfg.get("measure_slots") or 0) > 0
     try:
         for step in STEPS:
             t0 = time.perf_counter()
             # the step under way, for the runner's message when it kills this child (timeout, memory)
             Path(out_path + ".step").write_text(step.__name__)
-            ok = step(st)
+            with slots.cpu_gate(st.backend, step.__name__ not in SHARED_STEPS, gated, job.get("slot_dir")) as gate:
+                if gate.waited_s:
+                    st.res.extra["gate_wait_s"] = round(st.res.extra.get("gate_wait_s", 0.0) + gate.waited_s, 3)
+                ok = step(st)
             phases[step.__name__] = round(time.perf_counter() - t0, 3)
             if not ok:
                 break

@@ -1,5 +1,6 @@
 """Measuring slots (benchmark/slots.py): evaluations of one machine queue for N slots across processes,
-a dead holder frees its slot, and the wait is neither the evaluation's timeout nor the run's budget."""
+a dead holder frees its slot, and the wait is neither the evaluation's timeout nor the run's budget. The
+CPU gate: shared for work that only competes for the cores, exclusive for timing, writer first."""
 
 from __future__ import annotations
 
@@ -92,4 +93,101 @@ def test_evaluation_waits_for_a_slot_and_the_run_budget_does_not_count_the_wait(
     # the evaluation's own timeout clock started after the wait
     assert res.wall_s < wall - hold_s * 0.8 + 0.5
     assert used == pytest.approx(wall - res.extra["slot_wait_s"], abs=0.3)
-    assert ev.wait_s == pytest.approx(res.extra["slot_wait_s"])
+    assert ev.wait_s == pytest.approx(res.extra["slot_wait_s"] + res.extra.get("gate_wait_s", 0.0))
+
+
+# ----------------------------------------------------------------------------- the CPU gate
+def _take(exclusive: bool, hold_s: float, log: list, name: str, enabled: bool = True) -> None:
+    with slots.cpu_gate("llvm", exclusive, enabled) as h:
+        log.append((name, "got", time.monotonic(), h.waited_s))
+        time.sleep(hold_s)
+    log.append((name, "released", time.monotonic(), 0.0))
+
+
+def _at(log: list, name: str, what: str) -> float:
+    return next(t for n, w, t, _ in log if n == name and w == what)
+
+
+def test_shared_holders_overlap_and_an_exclusive_one_waits_for_them():
+    log: list = []
+    a = threading.Thread(target=_take, args=(False, 1.0, log, "build_a"))
+    a.start()
+    time.sleep(0.2)
+    with slots.cpu_gate("llvm", False) as b:  # another build: at once
+        assert b.waited_s < 0.2
+    with slots.cpu_gate("llvm", True) as t:  # a timing: after build_a
+        assert t.waited_s > 0.5
+        assert time.monotonic() >= _at(log, "build_a", "released")
+    a.join()
+
+
+def test_an_exclusive_taker_goes_before_shared_ones_that_came_after_it():
+    log: list = []
+    build = threading.Thread(target=_take, args=(False, 1.0, log, "build"))
+    build.start()
+    time.sleep(0.2)
+    timing = threading.Thread(target=_take, args=(True, 0.8, log, "timing"))
+    timing.start()
+    time.sleep(0.2)  # the timing waits for the build; a new build arrives meanwhile
+    late = threading.Thread(target=_take, args=(False, 0.0, log, "late_build"))
+    late.start()
+    for th in (build, timing, late):
+        th.join(10)
+    # the late build waited for the timing, not only for the first build: no stream of builds starves it
+    assert _at(log, "timing", "got") >= _at(log, "build", "released")
+    assert _at(log, "late_build", "got") >= _at(log, "timing", "released")
+
+
+def test_a_killed_exclusive_holder_frees_the_gate():
+    ctx = mp.get_context("fork")
+    ready = ctx.Event()
+
+    def hold():
+        with slots.cpu_gate("llvm", True):
+            ready.set()
+            time.sleep(600)
+
+    p = ctx.Process(target=hold)
+    p.start()
+    assert ready.wait(30)
+    os.kill(p.pid, signal.SIGKILL)
+    p.join(10)
+    with slots.cpu_gate("llvm", True) as h:
+        assert h.waited_s < 5
+
+
+def test_the_gate_off_holds_nothing():
+    with slots.cpu_gate("llvm", True):
+        with slots.cpu_gate("llvm", True, enabled=False) as h:  # a run alone: no gate
+            assert h.waited_s == 0.0
+
+
+def test_an_evaluations_checks_wait_for_other_jobs_builds_and_the_budget_does_not_count_it(tmp_path):
+    from leka.core.config import load_config
+
+    task = load_task_file(DATA / "tiny_task.py")
+    cfg = EvaluatorConfig(timeout_s=60, memory_cap_gb=2.0, measure_slots=1)
+    ev = Evaluator(cfg, cache_dir=str(tmp_path / "cache"))
+    ctx = RunContext(cfg=load_config([], ["evaluator.measure_slots=1"]), task=task, run_dir=tmp_path, tree=None,
+                     evaluator=ev, agents={}, router=None, root=None)
+    hold_s = 15.0  # longer than the evaluation's own prepare and build (~6 s on a busy machine)
+    other = slots.cpu_gate("llvm", False)  # another job's build, on the cores for hold_s
+    threading.Timer(hold_s, other.release).start()
+    ctx.tick({})
+    t0 = time.monotonic()
+    res = ev.evaluate(task, time_it=False)
+    wall = time.monotonic() - t0
+    used = ctx.tick({})
+    assert res.correct, res.error
+    # the build (shared) went ahead; the check (exclusive) waited for the other build's end
+    assert res.extra["gate_wait_s"] >= 1.0, res.extra.get("phase_s")
+    assert wall >= hold_s * 0.9
+    assert ev.wait_s == pytest.approx(res.extra["gate_wait_s"] + res.extra.get("slot_wait_s", 0.0))
+    assert used == pytest.approx(wall - ev.wait_s, abs=0.3)
+    # this process's own shared work waits for a timing, and that wait is not the run's time either
+    timing = slots.cpu_gate("llvm", True)
+    threading.Timer(1.0, timing.release).start()
+    ctx.tick({})
+    with ctx.cpu_shared():
+        pass
+    assert ctx.gate_wait_s >= 0.8 and ctx.tick({}) - used < 0.3

@@ -94,12 +94,15 @@ def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
         # MetaSchedule measures its trials on the cores: a round holds a measuring slot like an evaluation,
         # and the wait for it is not charged to the arm's clock
         slot = slots.acquire(n_slots, job.backend)
+        # and the cores alone (the CPU gate): its builds and trials are its measurements
+        gate = slots.cpu_gate(job.backend, True, n_slots > 0)
         try:
             t0 = time.monotonic()
             _tune_round(str(task.path), job.backend, cfg.baseline.cache_dir, work, cfg.metaschedule.round_trials,
                         job.seed + len(rounds))
             clock += time.monotonic() - t0
         finally:
+            gate.release()
             slot.release()
         trials += cfg.metaschedule.round_trials
         if clock > job.budget_s and rounds:

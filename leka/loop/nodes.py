@@ -96,7 +96,9 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
     reason = state.get("route_reason", "")
     agent_ctx = ctx.context_for(nid, level, reason, state)
     try:
-        edits, usage = _ask_agent(ctx, level, cand, agent_ctx)
+        # a rule agent computes its proposals here, on the cores other jobs may be timing on
+        with ctx.cpu_shared(local_work=ctx.cfg.run.policy == "rules"):
+            edits, usage = _ask_agent(ctx, level, cand, agent_ctx)
     except BudgetExhausted as e:
         return {"done": True, "stop_reason": str(e), "proposed": []}
     proposed: list[int] = []
@@ -106,7 +108,8 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
         if d in agent_ctx.tried or d in seen:
             continue
         seen.add(d)
-        out = _apply(ctx, cand, edit)
+        with ctx.cpu_shared():
+            out = _apply(ctx, cand, edit)
         meta: dict[str, Any] = {"llm_usage": usage} if usage else {}
         if not out.ok:
             res = EvalResult(task=ctx.task.id, backend=ctx.cfg.backend, error_kind=out.error_kind or "compile",
