@@ -274,7 +274,9 @@ def anytime_rows(final_speedup: float, leka_pts: list, ms_rows: list[dict], budg
     for m in range(1, int(math.ceil(budget_s / 60)) + 1):
         sec = min(60 * m, budget_s)
         lk = max((s for t, s in leka_pts if t <= sec), default=None)
-        ms = next((r for r in ms_rows if r.get("status") == "ok" and abs(r["seconds"] - sec) < 1.0), None)
+        # its latest cut by then (one that stopped by itself keeps its answer)
+        ms = max((r for r in ms_rows if r.get("status") == "ok" and r["seconds"] <= sec + 1.0),
+                 key=lambda r: r["seconds"], default=None)
         rows.append((m, lk / final_speedup if lk and final_speedup else None,
                      1.0 / ms["speedup"] if ms and ms.get("speedup") else None))
     return rows

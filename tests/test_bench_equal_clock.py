@@ -56,6 +56,9 @@ def test_anytime_rows_put_both_arms_on_the_answer_scale():
     ms = [{"status": "ok", "seconds": 60, "speedup": 4.0}, {"status": "ok", "seconds": 120.0, "speedup": 2.0}]
     rows = E.anytime_rows(4.0, leka, ms, 120.0)
     assert rows == [(1, 0.5, 0.25), (2, 1.0, 0.5)]
+    # MetaSchedule done by itself at 64 s: its answer holds for the minutes after
+    done = [{"status": "ok", "seconds": 60, "speedup": 4.0}, {"status": "ok", "seconds": 64.3, "speedup": 2.0}]
+    assert [r[2] for r in E.anytime_rows(4.0, leka, done, 180.0)] == [0.25, 0.5, 0.5]
 
 
 def test_render_counts_verdicts_per_task(tmp_path):
