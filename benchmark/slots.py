@@ -30,11 +30,12 @@ def slot_dir(backend: str) -> Path:
     return Path(base) / f"leka-measure-{os.getuid()}-{backend}"
 
 
-class Slot:
-    """One held slot: `release()` (idempotent) gives it back; `waited_s` is how long it took to get."""
+class Hold:
+    """A held file lock (a slot, a side of the CPU gate): `release()` (idempotent) gives it back;
+    `waited_s` is how long it took to get."""
 
-    def __init__(self, fd: int | None, index: int, waited_s: float):
-        self._fd, self.index, self.waited_s = fd, index, waited_s
+    def __init__(self, fd: int | None, waited_s: float):
+        self._fd, self.waited_s = fd, waited_s
 
     def release(self) -> None:
         if self._fd is not None:
@@ -44,11 +45,19 @@ class Slot:
                 os.close(self._fd)
                 self._fd = None
 
-    def __enter__(self) -> Slot:
+    def __enter__(self) -> Hold:
         return self
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+class Slot(Hold):
+    """One held measuring slot, `index` of N (-1: the dummy of no limit)."""
+
+    def __init__(self, fd: int | None, index: int, waited_s: float):
+        super().__init__(fd, waited_s)
+        self.index = index
 
 
 def cpu_sockets() -> int:
@@ -94,27 +103,6 @@ def acquire(n_slots: int, backend: str, timeout_s: float | None = None) -> Slot:
 # it shared; checks, profiles and timings hold it exclusively. A taker passes a gate lock first and an
 # exclusive taker keeps it while it waits, so new shared takers queue behind it (writer preference): a
 # stream of builds cannot starve a timing. Waits are reported so that nobody's budget counts them.
-class Hold:
-    """A held side of the CPU gate; `waited_s` is how long it took to get."""
-
-    def __init__(self, fd: int | None, waited_s: float):
-        self._fd, self.waited_s = fd, waited_s
-
-    def release(self) -> None:
-        if self._fd is not None:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._fd)
-                self._fd = None
-
-    def __enter__(self) -> Hold:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.release()
-
-
 def _locked(path: Path, op: int) -> int:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:

@@ -27,7 +27,6 @@ MetaSchedule's runner measures its trials as it always does).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -41,7 +40,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.bench_vs_engines import ARM_TEXT, _drain, latest, machine, one_run, read_rows, versions  # noqa: E402
+from experiments.bench_vs_engines import (  # noqa: E402
+    ARM_TEXT,
+    _drain,
+    dispatch,
+    grid_parser,
+    latest,
+    machine,
+    one_run,
+    read_rows,
+    versions,
+)
 
 # the trial count the clock-bounded databases are filed under (baselines.ms_dir keys on it): never reached
 CLOCK_TRIALS = 1_000_000
@@ -340,27 +349,9 @@ def _anytime_table(out: Path, runs: dict, tunes: dict, judged: dict) -> list[str
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["run", "judge", "render"])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--backend", default="llvm")
-    ap.add_argument("--budget", default="5m")
+    ap = grid_parser(__doc__)
     ap.add_argument("--arm", default="leka")
-    ap.add_argument("--tasks", default="")
-    ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--minutes", type=float, default=0.0, help="start nothing new after this many minutes")
-    ap.add_argument("--set", action="append", default=[], help="key=value for every run / evaluation")
-    ap.add_argument("--md", default="", help="render: write the table here too")
-    args = ap.parse_args()
-    if args.what == "run":
-        cmd_run(args)
-    elif args.what == "judge":
-        cmd_judge(args)
-    else:
-        text = render(Path(args.out))
-        if args.md:
-            Path(args.md).write_text(text)
-        print(text)
+    dispatch(ap.parse_args(), cmd_run, cmd_judge, render)
 
 
 if __name__ == "__main__":

@@ -389,31 +389,40 @@ def _utc(ts: float) -> str:
     return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def grid_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments every run / judge / render script of this kind takes (bench_equal_clock too)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("what", choices=["run", "judge", "render"])
     ap.add_argument("--out", required=True)
     ap.add_argument("--backend", default="llvm")
     ap.add_argument("--budget", default="5m")
-    ap.add_argument("--arms", default="leka,leka_ms")
     ap.add_argument("--tasks", default="")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--minutes", type=float, default=0.0, help="start nothing new after this many minutes")
-    ap.add_argument("--baselines", default="untuned,tuned,torch,torch_compile,torch_compile_cg,ort,mnn,tensorrt")
-    ap.add_argument("--trials", type=int, default=256, help="the tuned baseline's MetaSchedule trials")
-    ap.add_argument("--tuned-tasks", default="", help="judge: tune these first (MetaSchedule-TRIALS)")
     ap.add_argument("--set", action="append", default=[], help="key=value for every run / evaluation")
     ap.add_argument("--md", default="", help="render: write the table here too")
-    args = ap.parse_args()
+    return ap
+
+
+def dispatch(args, cmd_run, cmd_judge, render_fn) -> None:
     if args.what == "run":
         cmd_run(args)
     elif args.what == "judge":
         cmd_judge(args)
     else:
-        text = render(Path(args.out))
+        text = render_fn(Path(args.out))
         if args.md:
             Path(args.md).write_text(text)
         print(text)
+
+
+def main() -> None:
+    ap = grid_parser(__doc__)
+    ap.add_argument("--arms", default="leka,leka_ms")
+    ap.add_argument("--baselines", default="untuned,tuned,torch,torch_compile,torch_compile_cg,ort,mnn,tensorrt")
+    ap.add_argument("--trials", type=int, default=256, help="the tuned baseline's MetaSchedule trials")
+    ap.add_argument("--tuned-tasks", default="", help="judge: tune these first (MetaSchedule-TRIALS)")
+    dispatch(ap.parse_args(), cmd_run, cmd_judge, render)
 
 
 if __name__ == "__main__":

@@ -74,20 +74,28 @@ def test_no_limit_is_a_dummy_slot():
     s.release()
 
 
-def test_evaluation_waits_for_a_slot_and_the_run_budget_does_not_count_the_wait(tmp_path):
+def _timed_while_held(tmp_path, held, hold_s: float):
+    """The tiny task evaluated (one slot) while `held` is released after hold_s, under a run context whose
+    clock is read before and after: (result, evaluator, context, wall s, run time charged)."""
+    from leka.core.config import load_config
+
     task = load_task_file(DATA / "tiny_task.py")
     cfg = EvaluatorConfig(timeout_s=60, memory_cap_gb=2.0, measure_slots=1)
     ev = Evaluator(cfg, cache_dir=str(tmp_path / "cache"))
-    ctx = RunContext(cfg=None, task=task, run_dir=tmp_path, tree=None, evaluator=ev, agents={}, router=None,
-                     root=None)
-    hold_s = 2.0
-    held = slots.acquire(1, "llvm")  # another job's evaluation holds the only slot for hold_s
+    ctx = RunContext(cfg=load_config([], ["evaluator.measure_slots=1"]), task=task, run_dir=tmp_path, tree=None,
+                     evaluator=ev, agents={}, router=None, root=None)
     threading.Timer(hold_s, held.release).start()
     ctx.tick({})
     t0 = time.monotonic()
     res = ev.evaluate(task, time_it=False)
     wall = time.monotonic() - t0
-    used = ctx.tick({})
+    return res, ev, ctx, wall, ctx.tick({})
+
+
+def test_evaluation_waits_for_a_slot_and_the_run_budget_does_not_count_the_wait(tmp_path):
+    hold_s = 2.0
+    # another job's evaluation holds the only slot for hold_s
+    res, ev, ctx, wall, used = _timed_while_held(tmp_path, slots.acquire(1, "llvm"), hold_s)
     assert res.correct, res.error
     assert res.extra["slot_wait_s"] >= hold_s * 0.8
     # the evaluation's own timeout clock started after the wait
@@ -163,21 +171,9 @@ def test_the_gate_off_holds_nothing():
 
 
 def test_an_evaluations_checks_wait_for_other_jobs_builds_and_the_budget_does_not_count_it(tmp_path):
-    from leka.core.config import load_config
-
-    task = load_task_file(DATA / "tiny_task.py")
-    cfg = EvaluatorConfig(timeout_s=60, memory_cap_gb=2.0, measure_slots=1)
-    ev = Evaluator(cfg, cache_dir=str(tmp_path / "cache"))
-    ctx = RunContext(cfg=load_config([], ["evaluator.measure_slots=1"]), task=task, run_dir=tmp_path, tree=None,
-                     evaluator=ev, agents={}, router=None, root=None)
     hold_s = 15.0  # longer than the evaluation's own prepare and build (~6 s on a busy machine)
-    other = slots.cpu_gate("llvm", False)  # another job's build, on the cores for hold_s
-    threading.Timer(hold_s, other.release).start()
-    ctx.tick({})
-    t0 = time.monotonic()
-    res = ev.evaluate(task, time_it=False)
-    wall = time.monotonic() - t0
-    used = ctx.tick({})
+    # another job's build, on the cores for hold_s
+    res, ev, ctx, wall, used = _timed_while_held(tmp_path, slots.cpu_gate("llvm", False), hold_s)
     assert res.correct, res.error
     # the build (shared) went ahead; the check (exclusive) waited for the other build's end
     assert res.extra["gate_wait_s"] >= 1.0, res.extra.get("phase_s")
