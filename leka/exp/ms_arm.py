@@ -68,8 +68,20 @@ def _tune_main(args: str) -> None:
     (Path(work) / "tuned_candidate.json").write_text(cand.model_dump_json())
 
 
-def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
+def _held_round(n_slots: int, backend: str, task_path: str, cache_dir: str, work: Path, trials: int,
+                seed: int) -> float:
+    """One tuning round's seconds. MetaSchedule measures its trials on the cores: a round holds a
+    measuring slot like an evaluation, and the cores alone (the CPU gate: its builds and trials are its
+    measurements); the waits for them are not charged to the arm's clock."""
     from benchmark import slots
+
+    with slots.acquire(n_slots, backend), slots.cpu_gate(backend, True, n_slots > 0):
+        t0 = time.monotonic()
+        _tune_round(task_path, backend, cache_dir, work, trials, seed)
+        return time.monotonic() - t0
+
+
+def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
     from benchmark.evaluator import Evaluator
     from benchmark.task import resolve
     from leka.core.config import load_config
@@ -91,19 +103,8 @@ def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
     max_rounds = cfg.budget.max_evals or 10_000
     n_slots = cfg.slots_for(job.backend)
     while clock < job.budget_s and len(rounds) < max_rounds:
-        # MetaSchedule measures its trials on the cores: a round holds a measuring slot like an evaluation,
-        # and the wait for it is not charged to the arm's clock
-        slot = slots.acquire(n_slots, job.backend)
-        # and the cores alone (the CPU gate): its builds and trials are its measurements
-        gate = slots.cpu_gate(job.backend, True, n_slots > 0)
-        try:
-            t0 = time.monotonic()
-            _tune_round(str(task.path), job.backend, cfg.baseline.cache_dir, work, cfg.metaschedule.round_trials,
-                        job.seed + len(rounds))
-            clock += time.monotonic() - t0
-        finally:
-            gate.release()
-            slot.release()
+        clock += _held_round(n_slots, job.backend, str(task.path), cfg.baseline.cache_dir, work,
+                             cfg.metaschedule.round_trials, job.seed + len(rounds))
         trials += cfg.metaschedule.round_trials
         if clock > job.budget_s and rounds:
             break  # this round ended after the budget: MetaSchedule's answer is the previous one
