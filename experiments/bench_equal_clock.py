@@ -59,12 +59,6 @@ READY_S = 900.0  # a tuning process that has not started tuning after this long 
 WORKLOADS = "database_workload.json"
 
 
-def parse_budget(text: str) -> float:
-    from leka.run import parse_duration
-
-    return parse_duration(text)
-
-
 # ----------------------------------------------------------------------------- MetaSchedule on the clock
 def complete_lines(path: Path) -> int:
     """Complete lines of a JSON-lines file (a line cut by the kill does not count)."""
@@ -93,7 +87,8 @@ def cut_database(src: Path, dst: Path, n_records: int, tasks: int, meta: dict[st
 
 
 def _tune_child(task_id: str, backend: str, work: str, cache_dir: str) -> None:
-    """In the killed process: the task's tuning tasks counted (written first), then tuned without end."""
+    """In the killed process: the task tuned without end; its tuning tasks' count is written when the tuning
+    starts (the parent's clock starts then)."""
     from benchmark import baselines
     from benchmark.roots import load_root
     from benchmark.task import resolve
@@ -103,10 +98,8 @@ def _tune_child(task_id: str, backend: str, work: str, cache_dir: str) -> None:
     root = load_root(task, cache_dir)
     target = baselines.tuning_target(backend)
     lowered = baselines.ms_input(task, backend, root, target)
-    n = A.tuning_tasks(lowered, target)
-    (Path(work) / "tasks.json").write_text(json.dumps({"tasks": n, "t": time.time()}))
-    if n:
-        A.tune_relax(lowered, target, work, CLOCK_TRIALS)
+    A.tune_relax(lowered, target, work, CLOCK_TRIALS, on_start=lambda n: (Path(work) / "tasks.json").write_text(
+        json.dumps({"tasks": n, "t": time.time()})))
 
 
 def _share_roots(cache: Path, cache_dir: str) -> None:
@@ -183,12 +176,13 @@ def one_tune(backend: str, tid: str, out: Path, budget_s: float, cache_dir: str)
 def cmd_run(args) -> None:
     from benchmark.subsets import load_subset
     from leka.core.config import load_config
+    from leka.run import parse_duration
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.arm not in ARM_TEXT:
         sys.exit(f"unknown arm {args.arm!r}; use {', '.join(ARM_TEXT)}")
-    budget_s = parse_budget(args.budget)
+    budget_s = parse_duration(args.budget)
     ids = [t for t in args.tasks.split(",") if t] or load_subset("subset69", args.backend)
     cache_dir = load_config([], args.set).baseline.cache_dir
     ran = {r["task"] for r in read_rows(out / "runs.jsonl") if r.get("run_dir")}

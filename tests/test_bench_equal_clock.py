@@ -84,7 +84,7 @@ def test_metaschedule_on_a_clock_is_judged_against_a_leka_run(tmp_path):
     tiny = str(DATA / "tiny_task.py")
     for what in ("run", "judge"):
         r = subprocess.run([sys.executable, "experiments/bench_equal_clock.py", what, "--out", str(tmp_path),
-                            "--tasks", tiny, "--budget", "30s"], cwd=E.ROOT, capture_output=True, text=True,
+                            "--tasks", tiny, "--budget", "60s"], cwd=E.ROOT, capture_output=True, text=True,
                            timeout=600)
         assert r.returncode == 0, r.stderr[-2000:]
     tune = json.loads((tmp_path / "tunes.jsonl").read_text().splitlines()[-1])

@@ -102,14 +102,17 @@ def tuning_tasks(lowered: tvm.IRModule, target: tvm.target.Target) -> int:
 
 def tune_relax(lowered: tvm.IRModule, target: tvm.target.Target, work_dir: str, trials: int, seed: int = 0,
                rpc: tuple[str, int, str] | None = None, cross_compiler: str = "",
-               run_timeout_s: float = 120.0) -> int:
+               run_timeout_s: float = 120.0, on_start: Callable[[int], None] | None = None) -> int:
     """Tune every fused PrimFunc of a lowered, unscheduled module (`lower(..., gpu_schedule=False)`)
     with MetaSchedule; the JSON database lands in work_dir. Returns the number of tuning tasks (those
     MetaSchedule would skip as already scheduled are not counted). `run_timeout_s` per trial is past
-    MetaSchedule's 30 s: PoCL compiles a trial's OpenCL C on its first run, in the runner."""
+    MetaSchedule's 30 s: PoCL compiles a trial's OpenCL C on its first run, in the runner. `on_start(n)`
+    is called with that count before the first trial (a caller that times the tuning starts its clock)."""
     from tvm.s_tir import meta_schedule as ms
 
     n = tuning_tasks(lowered, target)
+    if on_start is not None:
+        on_start(n)
     if not n:
         return 0
     ms.relax_integration.tune_relax(
