@@ -70,10 +70,29 @@ def test_render_counts_verdicts_per_task(tmp_path):
     _append(tmp_path / "judged.jsonl", {"task": "a", "cut": "end", "status": "ok", "speedup": 1.5, "lo": 1.3, "hi": 1.7})
     _append(tmp_path / "judged.jsonl", {"task": "b", "cut": "end", "status": "ok", "speedup": 0.9, "lo": 0.8, "hi": 1.1})
     text = E.render(tmp_path)
-    assert "| a | 7 | 3 | 40 | 1.50x [1.30, 1.70] | win |" in text
-    assert "| b | 7 | 3 | 40 | 0.90x [0.80, 1.10] | tie |" in text
-    assert "| c | 7 | 3 | 40 | - | - |" in text
+    assert "| a | 7 | 3 | 40 | - / - | 1.50x [1.30, 1.70] | win |" in text
+    assert "| b | 7 | 3 | 40 | - / - | 0.90x [0.80, 1.10] | tie |" in text
+    assert "| c | 7 | 3 | 40 | - / - | - | - |" in text
     assert "Verdicts: - 1, tie 1, win 1 (of 3)" in text
+
+
+def test_metaschedule_gets_the_wall_clock_leka_took():
+    assert E.ms_clock("leka", 120.0, 171.4) == 171.4  # LEKA's waits and imports count for MetaSchedule too
+    assert E.ms_clock("leka", 120.0, 86.0) == 120.0  # a run that ended early: never less than the budget
+    assert E.ms_clock("leka", 120.0, None) == 120.0  # no LEKA run on record
+    assert E.ms_clock("budget", 120.0, 171.4) == 120.0
+    with pytest.raises(ValueError, match="--ms-clock"):
+        E.ms_clock("lekaa", 120.0, 171.4)
+
+
+def test_the_cut_settings_win_over_the_callers(tmp_path):
+    run = {"backend": "llvm", "task": "t"}
+    sets = ["baseline.cache_dir=/elsewhere", "baseline.kind=torch", "evaluator.max_pairs=6"]
+    cfg = E.cut_config(run, {"records": 5, "cache_dir": "ms/t/end"}, tmp_path, sets)
+    assert (cfg.baseline.kind, cfg.baseline.trials) == ("tuned", E.CLOCK_TRIALS)
+    assert cfg.baseline.cache_dir == str(tmp_path / "ms/t/end")
+    assert cfg.evaluator.max_pairs == 6
+    assert E.cut_config(run, {"records": 0, "cache_dir": "ms/t/m1"}, tmp_path, sets).baseline.kind == "untuned"
 
 
 @pytest.mark.slow

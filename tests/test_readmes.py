@@ -31,6 +31,7 @@ DATA_FOLDERS = {
     "experiments/kernelbench_format": "KernelBench-format task files at KernelBench's sizes",
     "experiments/results/cuda_subset_h200": "the logs and tables of one GPU session, read through its .md",
     "experiments/results/bench_vs_engines_cuda_h200": "the raw rows and logs of one GPU session, read through its .md",
+    "experiments/results/bench_equal_clock_cuda_h200": "the raw rows of one GPU session, read through its .md",
     "tests/data": "fixtures, named by the tests that read them",
 }
 EXEMPT = {"README.md", "__init__.py"}
