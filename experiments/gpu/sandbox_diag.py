@@ -6,7 +6,9 @@ so the variant's change to the worker's layers applies) of a task's root against
 one group of system calls to the allow-list (`+open`, `+clone`, `+exec_mem`, `+misc`). A variant that
 passes where `full` fails names what the device's driver needs. Prints one line per variant. On the CPU
 (`--backend llvm`) `in_process` (no sandbox) and `no_pin` (threads placed by the kernel) with `--rounds N`
-compare the root's absolute time (`t_cand_us`) per layer: where the sandbox's time goes.
+compare the root's absolute time (`t_cand_us`) per layer: where the sandbox's time goes; `no_refill`,
+`fixed_pos` and `stale_inputs` keep every layer but turn the input protocol's freshness off in part
+(inputs filled once, windows at fixed offsets, both): what the fresh inputs cost.
 
     python3 experiments/gpu/sandbox_diag.py --backend cuda --task l1_mish [--variants full,no_seccomp]
 """
@@ -36,10 +38,38 @@ GROUPS = {
 }
 
 
+def _protocol(refill: bool, positions: bool) -> None:
+    """The sandboxed timing's input protocol with one of its two freshness rules off: `refill` False =
+    the pool filled once, not before every request; `positions` False = every call's window at its
+    copy's start (consecutive calls still alternate copies, as the in-process loop's two sets do)."""
+    from benchmark import sandbox_timing as T
+
+    filled: set[int] = set()
+
+    def rows(self, n):
+        pool, rng = self.st.pool, self.rng
+        t = time.perf_counter()
+        if refill or id(pool) not in filled:
+            pool.fill(self.make, rng.randrange(10**6, 2**31 - 10**5), slack_seed=rng.randrange(10**6, 2**31 - 10**5))
+            filled.add(id(pool))
+        t = time.perf_counter() - t
+        per_input = [rng.sample(range(pool.positions), n) if positions else [0] * n for _ in pool.specs]
+        first = rng.randrange(pool.sets)
+        return [[pool.offset(i, first + c, per_input[i][c]) for i in range(len(pool.specs))] for c in range(n)], t
+
+    T._Arm._rows = rows
+
+
+# sandboxed, with the input protocol's freshness partly off: (refill before every request, drawn positions)
+PROTOCOL = {"no_refill": (False, True), "fixed_pos": (True, False), "stale_inputs": (False, False)}
+
+
 def _patch(variant: str) -> None:
     from benchmark import sandbox_worker as W
 
-    if variant == "no_seccomp":
+    if variant in PROTOCOL:
+        _protocol(*PROTOCOL[variant])
+    elif variant == "no_seccomp":
         W._seccomp = lambda sc, pid, device=False: None
     elif variant == "no_jail":
         W._jail = lambda root: []
