@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -72,11 +73,23 @@ def _interval(xs: list[float]) -> str:
     return f"[{min(xs):.2f}, {max(xs):.2f}]" if len(xs) > 1 else ""
 
 
+def ratio_interval(before: list[float], after: list[float], n: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """A 95% percentile-bootstrap interval of median(after) / median(before), each arm's rounds resampled
+    on their own: how far the ratio could move from round-to-round noise alone."""
+    if len(before) < 2 or len(after) < 2:
+        return float("nan"), float("nan")
+    rng = random.Random(seed)
+    rs = sorted(statistics.median(rng.choices(after, k=len(after))) /
+                statistics.median(rng.choices(before, k=len(before))) for _ in range(n))
+    return rs[int(0.025 * n)], rs[int(0.975 * n) - 1]
+
+
 def part_a(tasks: list[str], rounds: int, budget_s: int, cache: str) -> list[dict]:
     evs = _evaluators(cache)
     rows = []
     print(f"A. LEKA's answer ({budget_s} s, rules) / untuned TVM, {rounds} round(s) per protocol, interleaved")
-    print(f"{'task':30s} {'t_cand':>9} {'before':>8} {'after':>8} {'after/before':>12}  before range / after range")
+    print(f"{'task':30s} {'t_cand':>9} {'before':>8} {'after':>8} {'after/before':>12} {'95% interval':>15}  "
+          "before range / after range")
     for tid in tasks:
         task, cand = leka_answer(tid, budget_s, Path(cache) / "runs" / tid, cache)
         got: dict[str, list] = {a: [] for a in ARMS}
@@ -87,12 +100,13 @@ def part_a(tasks: list[str], rounds: int, budget_s: int, cache: str) -> list[dic
         med = {a: statistics.median(sp[a]) if sp[a] else float("nan") for a in ARMS}
         tc = statistics.median([r.t_candidate_s for r in got["after"] if r.t_candidate_s] or [float("nan")])
         ratio = med["after"] / med["before"]
+        lo, hi = ratio_interval(sp["before"], sp["after"])
         errs = sorted({f"{a}:{r.error_kind}" for a in ARMS for r in got[a] if r.error_kind})
         rows.append({"task": tid, "t_candidate_s": tc, "before": med["before"], "after": med["after"], "ratio": ratio,
-                     "before_all": sp["before"], "after_all": sp["after"], "errors": errs,
+                     "ratio_interval": [lo, hi], "before_all": sp["before"], "after_all": sp["after"], "errors": errs,
                      "wall_before": statistics.median(r.wall_s for r in got["before"]),
                      "wall_after": statistics.median(r.wall_s for r in got["after"])})
-        print(f"{tid:30s} {tc * 1e6:7.0f}us {med['before']:8.2f} {med['after']:8.2f} {ratio:12.3f}  "
+        print(f"{tid:30s} {tc * 1e6:7.0f}us {med['before']:8.2f} {med['after']:8.2f} {ratio:12.3f} [{lo:5.3f}, {hi:5.3f}]  "
               f"{_interval(sp['before'])} / {_interval(sp['after'])} {' '.join(errs)}", flush=True)
     big = [r["ratio"] for r in rows if r["t_candidate_s"] >= 100e-6]
     if big:

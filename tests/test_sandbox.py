@@ -388,7 +388,7 @@ def test_timed_requests_never_outgrow_an_untimed_one(task, root, tmp_path):
     # with every call's output held until the next request (sandbox_hold 0), a request with more calls
     # than any before allocates and faults in new buffers while it is timed; an untimed request of that
     # size runs first
-    res = _ev(tmp_path, timing_diag=True).evaluate(task, _cand(task, root, HONEST, "sb_primed"))
+    res = _ev(tmp_path, timing_diag=True, sandbox_hold=0).evaluate(task, _cand(task, root, HONEST, "sb_primed"))
     assert res.correct, (res.error_kind, res.error)
     rows = res.extra["timing_diag"]
     assert any(r[5] for r in rows) and any(not r[5] for r in rows), rows

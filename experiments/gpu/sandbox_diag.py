@@ -8,7 +8,9 @@ passes where `full` fails names what the device's driver needs. Prints one line 
 (`--backend llvm`) `in_process` (no sandbox) and `no_pin` (threads placed by the kernel) with `--rounds N`
 compare the root's absolute time (`t_cand_us`) per layer: where the sandbox's time goes; `no_refill`,
 `fixed_pos` and `stale_inputs` keep every layer but turn the input protocol's freshness off in part
-(inputs filled once, windows at fixed offsets, both): what the fresh inputs cost.
+(inputs filled once, windows at fixed offsets, both): what the fresh inputs cost; `hold1`, `hold3` keep
+only the last 1 or 3 calls' outputs (`evaluator.sandbox_hold`): what fresh output pages cost. `--candidate
+RUN_DIR` times a run's best node instead of the root; `worker_us` is the worker's own clock per call.
 
     python3 experiments/gpu/sandbox_diag.py --backend cuda --task l1_mish [--variants full,no_seccomp]
 """
@@ -101,12 +103,24 @@ def _patch(variant: str) -> None:
         W._seccomp = more
 
 
-def run_variant(variant: str, task, backend: str, cache: str) -> dict:
+# sandboxed, the worker keeping only the last N calls' outputs (evaluator.sandbox_hold), the call count memoryless
+HOLD = {"hold1": 1, "hold3": 3}
+
+
+def _own_us(diag: list) -> float | None:
+    """The candidate worker's own clock per call (median over its timed requests): the kernel's time
+    without the request around it."""
+    xs = sorted(r[3] / r[1] for r in diag or [] if r[0] == "c" and r[3] is not None and r[5] and r[1])
+    return xs[len(xs) // 2] * 1e6 if xs else None
+
+
+def run_variant(variant: str, task, backend: str, cache: str, cand=None) -> dict:
     from leka.core.config import EvaluatorConfig
 
     cfg = EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0, sandbox=variant != "in_process",
-                          sandbox_pin=variant != "no_pin")
-    job = {"task_path": str(task.path), "task_id": task.id, "backend": backend, "candidate": None,
+                          sandbox_pin=variant != "no_pin", sandbox_hold=HOLD.get(variant, 0), timing_diag=True)
+    job = {"task_path": str(task.path), "task_id": task.id, "backend": backend,
+           "candidate": cand.model_dump(mode="json") if cand is not None else None,
            "evaluator": cfg.model_dump(mode="json"), "baseline": "untuned", "time": True, "profile": True,
            "export": None, "cache_dir": cache, "threads": len(os.sched_getaffinity(0)), "device": None}
     out = tempfile.mktemp(prefix="leka-diag-", suffix=".json")
@@ -132,6 +146,7 @@ def run_variant(variant: str, task, backend: str, cache: str) -> dict:
     return {"variant": variant, "correct": r.get("correct"), "error_kind": r.get("error_kind"),
             "error": (r.get("error") or "")[:600], "speedup": r.get("speedup"),
             "interval": [r.get("speedup_lo"), r.get("speedup_hi")], "t_cand_us": (r.get("t_candidate_s") or 0) * 1e6,
+            "t_base_us": (r.get("t_baseline_s") or 0) * 1e6, "worker_us": _own_us(r.get("extra", {}).get("timing_diag")),
             "sandbox": r.get("extra", {}).get("sandbox"), "timer": r.get("extra", {}).get("timer"),
             "threads": r.get("extra", {}).get("sandbox_threads"), "profile": "error" if prof.get("error") else "ok",
             "wall_s": round(wall, 1)}
@@ -144,14 +159,21 @@ def main() -> None:
     ap.add_argument("--variants", default="full,no_seccomp,no_jail,no_limits,+open,+clone,+exec_mem,+misc")
     ap.add_argument("--stop-on-pass", action="store_true", help="after `full`, run the others only if it failed")
     ap.add_argument("--rounds", type=int, default=1, help="the variants this many times, in turn")
+    ap.add_argument("--candidate", default=None, metavar="RUN_DIR",
+                    help="a `leka run` folder: its best node instead of the task's root (llvm)")
     args = ap.parse_args()
+    from pathlib import Path
+
     from benchmark.task import resolve
+    from leka.ir.files import load_candidate
 
     task = resolve(args.task)
     cache = tempfile.mkdtemp(prefix="leka-diag-cache-")
+    cand = load_candidate(task, Path(args.candidate), args.backend, workdir=Path(cache) / "candidates") \
+        if args.candidate else None
     for _ in range(args.rounds):
         for v in args.variants.split(","):
-            row = run_variant(v, task, args.backend, cache)
+            row = run_variant(v, task, args.backend, cache, cand)
             print(json.dumps(row), flush=True)
             if v == "full" and row.get("correct") and args.stop_on_pass:
                 return

@@ -91,10 +91,12 @@ class EvaluatorConfig(_Section):
     sandbox_output_mib: int = Field(64, ge=1)  # outputs one timing request may hold (bounds its calls)
     # the calls of a timing request whose outputs the worker keeps for the check: 0 keeps every call's
     # (the call count drawn from 3/4 of the plan to all of it); N keeps the last N, a ring (each call
-    # writes a warm buffer; the count is then drawn memoryless). 0 is the default: side by side on
-    # 2026-12-02 the ring gave no honest kernel its in-process speed back and passed fewer A-vs-A
-    # tasks (14/23 against 18/23, experiments/results/bench_eval_integrity.md, fourth measurement)
-    sandbox_hold: int = Field(0, ge=0)
+    # writes a warm buffer; the count is then drawn memoryless, so no call is safe to skip). 3 is the
+    # default since the seventh measurement (experiments/results/bench_eval_integrity.md, 2026-12-04):
+    # with every call's outputs kept, a request of a fast kernel writes tens of MiB of fresh pages, past
+    # the last-level cache, and honest answers read 0.65-0.92x of their in-process speed (the worker's
+    # own clock agrees); with the ring 0.93-1.0x, and A-vs-A side by side 20/23 against 19/23
+    sandbox_hold: int = Field(3, ge=0)
     # the sandboxed CPU worker's compute threads one core each (benchmark/sandbox_worker.py place_threads).
     # Side by side on 2026-12-03 (bench_eval_integrity.md, fifth measurement): A-vs-A 19/23 pinned against
     # 16/23 unpinned, LEKA's answers 6-14% faster pinned on all 4 tasks; false: placed by the kernel
