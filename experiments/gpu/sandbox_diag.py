@@ -8,8 +8,9 @@ passes where `full` fails names what the device's driver needs. Prints one line 
 (`--backend llvm`) `in_process` (no sandbox) and `no_pin` (threads placed by the kernel) with `--rounds N`
 compare the root's absolute time (`t_cand_us`) per layer: where the sandbox's time goes; `no_refill`,
 `fixed_pos` and `stale_inputs` keep every layer but turn the input protocol's freshness off in part
-(inputs filled once, windows at fixed offsets, both): what the fresh inputs cost; `hold1`, `hold3` keep
-only the last 1 or 3 calls' outputs (`evaluator.sandbox_hold`): what fresh output pages cost. `--candidate
+(inputs filled once, windows at fixed offsets, both): what the fresh inputs cost; `hold0`, `hold1`,
+`hold3` keep every call's outputs or the last 1 or 3 calls' (`evaluator.sandbox_hold`; the other variants
+keep its default): what fresh output pages cost. `--candidate
 RUN_DIR` times a run's best node instead of the root; `worker_us` is the worker's own clock per call.
 
     python3 experiments/gpu/sandbox_diag.py --backend cuda --task l1_mish [--variants full,no_seccomp]
@@ -103,8 +104,9 @@ def _patch(variant: str) -> None:
         W._seccomp = more
 
 
-# sandboxed, the worker keeping only the last N calls' outputs (evaluator.sandbox_hold), the call count memoryless
-HOLD = {"hold1": 1, "hold3": 3}
+# sandboxed, the worker keeping the last N calls' outputs (evaluator.sandbox_hold; 0: every call's, the
+# count from 3/4 of the plan to all of it); every other variant keeps the config's default
+HOLD = {"hold0": 0, "hold1": 1, "hold3": 3}
 
 
 def _own_us(diag: list) -> float | None:
@@ -117,8 +119,9 @@ def _own_us(diag: list) -> float | None:
 def run_variant(variant: str, task, backend: str, cache: str, cand=None) -> dict:
     from leka.core.config import EvaluatorConfig
 
+    hold = {"sandbox_hold": HOLD[variant]} if variant in HOLD else {}
     cfg = EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0, sandbox=variant != "in_process",
-                          sandbox_pin=variant != "no_pin", sandbox_hold=HOLD.get(variant, 0), timing_diag=True)
+                          sandbox_pin=variant != "no_pin", timing_diag=True, **hold)
     job = {"task_path": str(task.path), "task_id": task.id, "backend": backend,
            "candidate": cand.model_dump(mode="json") if cand is not None else None,
            "evaluator": cfg.model_dump(mode="json"), "baseline": "untuned", "time": True, "profile": True,

@@ -95,7 +95,7 @@ class EvaluatorConfig(_Section):
     # default since the seventh measurement (experiments/results/bench_eval_integrity.md, 2026-12-04):
     # with every call's outputs kept, a request of a fast kernel writes tens of MiB of fresh pages, past
     # the last-level cache, and honest answers read 0.65-0.92x of their in-process speed (the worker's
-    # own clock agrees); with the ring 0.93-1.0x, and A-vs-A side by side 20/23 against 19/23
+    # own clock agrees); with the ring 0.88-1.00x, and A-vs-A side by side 20/23 against 19/23
     sandbox_hold: int = Field(3, ge=0)
     # the sandboxed CPU worker's compute threads one core each (benchmark/sandbox_worker.py place_threads).
     # Side by side on 2026-12-03 (bench_eval_integrity.md, fifth measurement): A-vs-A 19/23 pinned against
