@@ -35,7 +35,9 @@ import os
 import random
 import shutil
 import signal
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -62,6 +64,58 @@ def _context():
         _CTX.set_forkserver_preload(["torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch", "leka.ir",
                                      "benchmark.worker", "benchmark.baselines"])
     return _CTX
+
+
+# how long one Process.start() may wait for the forkserver (LEKA_FORKSERVER_START_S); the second try
+# gets three times as long
+_START_S = float(os.environ.get("LEKA_FORKSERVER_START_S", "90"))
+
+
+def _start(proc: Any) -> None:
+    """`proc.start()` through the forkserver, bounded. start() blocks with no timeout until the
+    forkserver has imported its preload list and forked; a forkserver stuck there (seen once in CI:
+    no evaluation child in 240 s) would hang leka for good. Past the limit it is killed, which ends
+    the blocked start() with EOF, and started afresh once; a second hang raises RuntimeError."""
+    from multiprocessing import forkserver
+
+    fs = forkserver._forkserver  # noqa: SLF001 - the stdlib keeps the server's pid there
+    for attempt, limit in enumerate((_START_S, 3 * _START_S)):
+        fired = threading.Event()
+
+        def stuck(fired: threading.Event = fired, limit: float = limit, last: bool = attempt > 0) -> None:
+            pid = fs._forkserver_pid
+            if pid:
+                fired.set()
+                print(f"leka: the evaluation forkserver {pid} forked nothing in {limit:.0f} s; killed "
+                      f"({'giving up' if last else 'starting a new one'})", file=sys.stderr)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+        timer = threading.Timer(limit, stuck)
+        timer.daemon = True
+        timer.start()
+        try:
+            proc.start()
+            return
+        except (EOFError, OSError):
+            if not fired.is_set():
+                raise
+        finally:
+            timer.cancel()
+        # ensure_running() restarts a server only once its waitpid sees it dead: wait for the zombie
+        # (not reaping it: that waitpid would then fail)
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            try:
+                if psutil.Process(fs._forkserver_pid).status() == psutil.STATUS_ZOMBIE:
+                    break
+            except (psutil.Error, TypeError, ValueError):
+                break
+            time.sleep(0.05)
+    raise RuntimeError(f"the evaluation forkserver forked nothing in {_START_S:.0f} s, twice "
+                       "(its preload of torch and TVM hangs: see `python -c 'import torch, tvm'`)")
 
 
 def _child(job: dict[str, Any], out_path: str, entry: str) -> None:
@@ -173,7 +227,7 @@ class LocalFuture:
         self.t0 = time.perf_counter()
         try:
             self.proc = _context().Process(target=_child, args=(job, self.out_path, entry), daemon=False)
-            self.proc.start()
+            _start(self.proc)
         except BaseException:
             self.slot.release()
             raise
@@ -202,7 +256,7 @@ class LocalFuture:
                     return
                 self.refs_proc = _context().Process(target=_refs_child, args=(self.job, rec["seeds"], self.refs_dir),
                                                     daemon=False)
-                self.refs_proc.start()
+                _start(self.refs_proc)
             return
         code = self.refs_proc.exitcode
         failed = os.path.join(self.refs_dir, refs.FAILED)

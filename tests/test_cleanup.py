@@ -5,6 +5,7 @@ evaluation child it forked (its own session), not the reference child."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,6 +54,25 @@ def _evaluating(pid: int) -> bool:
         return False
 
 
+def _stacks(pid: int) -> str:
+    """Where leka and its children are (py-spy's dump of each Python stack, else their kernel wait
+    channel): a run that never forks its evaluation child is a hang this test must explain."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    out = []
+    for q in [pid, *_tree(pid)]:
+        try:
+            pr = psutil.Process(q)
+            head = f"--- {q} {pr.status()} wchan={Path(f'/proc/{q}/wchan').read_text()} {' '.join(pr.cmdline())[:100]}"
+        except (psutil.Error, OSError):
+            continue
+        try:
+            dump = subprocess.run([spy, "dump", "--pid", str(q)], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired) as e:
+            dump = f"(no py-spy dump: {e})"
+        out.append(f"{head}\n{dump[-3000:]}")
+    return "\n".join(out)
+
+
 def _stop_mid_evaluation(args: list[str], sig: int, tmp_path: Path) -> None:
     p = subprocess.Popen([sys.executable, "-m", "leka.cli", *args], cwd=tmp_path,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -62,7 +82,7 @@ def _stop_mid_evaluation(args: list[str], sig: int, tmp_path: Path) -> None:
         while time.time() < deadline and p.poll() is None and not _evaluating(p.pid):
             time.sleep(0.1)
         assert p.poll() is None, f"leka ended (exit {p.returncode}) before any evaluation child was seen"
-        assert _evaluating(p.pid), "no evaluation child within 240 s"
+        assert _evaluating(p.pid), f"no evaluation child within 240 s; where it waits:\n{_stacks(p.pid)}"
         time.sleep(0.5)  # into the evaluation: the reference child may be up too
         seen = _tree(p.pid)
         os.kill(p.pid, sig)
@@ -93,3 +113,49 @@ def test_run_leaves_nothing_behind(sig, tmp_path):
     _stop_mid_evaluation(["run", "--task", TASK, "--budget", "1m", "--out", str(tmp_path / "out"),
                           "--set", "evaluator.timing_budget_s=30",
                           "--set", f"baseline.cache_dir={tmp_path / 'cache'}"], sig, tmp_path)
+
+
+_HANG = '''
+import sys, time
+from benchmark import runner
+import multiprocessing as mp
+ctx = mp.get_context("forkserver")
+ctx.set_forkserver_preload(["hang_mod"])
+p = ctx.Process(target=time.sleep, args=(0,))
+try:
+    runner._start(p)
+except RuntimeError as e:
+    print("raised:", e)
+    sys.exit(3)
+p.join(30)
+print("exit", p.exitcode)
+'''
+
+
+@pytest.mark.parametrize("hangs", ["once", "always"])
+def test_a_hung_forkserver_is_replaced(hangs, tmp_path):
+    """The forkserver's preload hangs (the CI run whose evaluation child never came): the bounded
+    start kills it and forks through a fresh one; a preload that always hangs is a clear error, not
+    a leka waiting for good. No forkserver is left behind either way."""
+    flag = tmp_path / "hung"
+    (tmp_path / "hang_mod.py").write_text(
+        "import os, time\n"
+        f"if {hangs == 'always'} or not os.path.exists({str(flag)!r}):\n"
+        f"    open({str(flag)!r}, 'a').write(str(os.getpid()) + '\\n')\n"
+        "    time.sleep(600)\n")
+    # PYTHONPATH, as the forkserver of Python 3.11 does not take its parent's sys.path
+    env = {**os.environ, "LEKA_FORKSERVER_START_S": "3",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-c", _HANG], capture_output=True, text=True, env=env,
+                       timeout=120, cwd=Path(__file__).parent.parent)
+    took = time.monotonic() - t0
+    hung = [int(x) for x in flag.read_text().split()]
+    if hangs == "once":
+        assert p.returncode == 0 and "exit 0" in p.stdout, p.stdout + p.stderr
+        assert "starting a new one" in p.stderr and len(hung) == 1
+    else:
+        assert p.returncode == 3 and "forked nothing in 3 s, twice" in p.stdout, p.stdout + p.stderr
+        assert "giving up" in p.stderr and len(hung) == 2 and took < 60
+    time.sleep(0.5)
+    assert not [q for q in hung if psutil.pid_exists(q) and psutil.Process(q).status() != psutil.STATUS_ZOMBIE]
