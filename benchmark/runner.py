@@ -73,8 +73,8 @@ _START_S = float(os.environ.get("LEKA_FORKSERVER_START_S", "90"))
 
 def _start(proc: Any) -> None:
     """`proc.start()` through the forkserver, bounded. start() blocks with no timeout until the
-    forkserver has imported its preload list and forked; a forkserver stuck there (seen once in CI:
-    no evaluation child in 240 s) would hang leka for good. Past the limit it is killed, which ends
+    forkserver has imported its preload list and forked; a forkserver stuck there (a hung import of
+    torch or TVM, a wedged filesystem) would hang leka for good. Past the limit it is killed, which ends
     the blocked start() with EOF, and started afresh once; a second hang raises RuntimeError."""
     from multiprocessing import forkserver
 

@@ -64,9 +64,9 @@ def pytest_sessionfinish(session, exitstatus):
     stop = getattr(resource_tracker._resource_tracker, "_stop", None)
     if stop is not None:
         stop()
-    end = time.time() + 30  # a process that exits on its own within this is not left behind
+    end = time.monotonic() + 30  # a process that exits on its own within this is not left behind
     left = _ours()
-    while left and time.time() < end:
+    while left and time.monotonic() < end:
         time.sleep(0.25)
         left = {pid: p for pid, p in left.items() if _running(p)}
     if not left:

@@ -74,21 +74,32 @@ def _stacks(pid: int) -> str:
 
 
 def _stop_mid_evaluation(args: list[str], sig: int, tmp_path: Path) -> None:
-    p = subprocess.Popen([sys.executable, "-m", "leka.cli", *args], cwd=tmp_path,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    # leka's stderr kept (its progress, a forkserver it had to replace) for a failure's message
+    err = tmp_path / "leka.stderr"
+    with open(err, "wb") as f:
+        p = subprocess.Popen([sys.executable, "-m", "leka.cli", *args], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=f, start_new_session=True)
     seen: dict[int, float] = {}
     try:
-        deadline = time.time() + 240
-        while time.time() < deadline and p.poll() is None and not _evaluating(p.pid):
+        # monotonic: a CI host's wall clock can step forward by minutes (NTP on a fresh VM), which
+        # once ended a 240 s wait on time.time() seconds after leka started
+        t0, w0 = time.monotonic(), time.time()
+        while time.monotonic() - t0 < 240 and p.poll() is None and not _evaluating(p.pid):
             time.sleep(0.1)
-        assert p.poll() is None, f"leka ended (exit {p.returncode}) before any evaluation child was seen"
-        assert _evaluating(p.pid), f"no evaluation child within 240 s; where it waits:\n{_stacks(p.pid)}"
+        assert p.poll() is None, (f"leka ended (exit {p.returncode}) before any evaluation child was seen:\n"
+                                  f"{err.read_text(errors='replace')[-2000:]}")
+        if not _evaluating(p.pid):
+            waited = (f"{time.monotonic() - t0:.0f} s monotonic, {time.time() - w0:.0f} s wall clock")
+            stacks = _stacks(p.pid)
+            raise AssertionError(f"no evaluation child after {waited}; it came while its stacks were taken: "
+                                 f"{_evaluating(p.pid)}; where it waits:\n{stacks}\nleka's stderr:\n"
+                                 f"{err.read_text(errors='replace')[-2000:]}")
         time.sleep(0.5)  # into the evaluation: the reference child may be up too
         seen = _tree(p.pid)
         os.kill(p.pid, sig)
         # SIGTERM / SIGINT: leka's own cleanup first (children killed, joined), so more time on a busy machine
-        end = time.time() + (10 if sig == signal.SIGKILL else 20)
-        while time.time() < end and (_alive(seen) or p.poll() is None):
+        end = time.monotonic() + (10 if sig == signal.SIGKILL else 20)
+        while time.monotonic() < end and (_alive(seen) or p.poll() is None):
             time.sleep(0.2)
         assert p.poll() is not None, f"leka did not stop on signal {sig}"
         left = _alive(seen)
@@ -134,7 +145,7 @@ print("exit", p.exitcode)
 
 @pytest.mark.parametrize("hangs", ["once", "always"])
 def test_a_hung_forkserver_is_replaced(hangs, tmp_path):
-    """The forkserver's preload hangs (the CI run whose evaluation child never came): the bounded
+    """The forkserver's preload hangs (an import of torch or TVM that never returns): the bounded
     start kills it and forks through a fresh one; a preload that always hangs is a clear error, not
     a leka waiting for good. No forkserver is left behind either way."""
     flag = tmp_path / "hung"

@@ -65,8 +65,8 @@ def grid(tmp_path_factory):
                              stderr=subprocess.DEVNULL, start_new_session=True)
     killed_with = None
     try:
-        t0 = time.time()
-        while time.time() - t0 < 900:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 900:
             c = _counts(exp_dir)
             if c.get("done", 0) >= 2 and c.get("running", 0) >= 1:
                 killed_with = c
@@ -382,15 +382,15 @@ def test_sigterm_stops_the_driver_and_its_ray_node(tmp_path):
                           "--workers", "1", "--no-report"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
     try:
-        t0 = time.time()
-        while time.time() - t0 < 300 and _counts(tmp_path / "out").get("running", 0) < 1 and p.poll() is None:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 300 and _counts(tmp_path / "out").get("running", 0) < 1 and p.poll() is None:
             time.sleep(0.5)
         assert p.poll() is None, "the grid ended before it could be stopped"
         time.sleep(2)
         p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=60) == 128 + signal.SIGTERM  # its own exit, not Ray's abort (134)
-        t0, left = time.time(), _session_pids(p.pid)
-        while left and time.time() - t0 < 20:
+        t0, left = time.monotonic(), _session_pids(p.pid)
+        while left and time.monotonic() - t0 < 20:
             time.sleep(0.5)
             left = _session_pids(p.pid)
         assert not left, left

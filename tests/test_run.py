@@ -102,10 +102,10 @@ def test_sigkill_then_resume_loses_nothing(tmp_path):
     out = tmp_path / "out"
     args = [sys.executable, "-m", "leka.cli", *quick(out, "--max-evals", "9", "--routing", "round_robin")]
     p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    deadline = time.time() + 400
+    deadline = time.monotonic() + 400
     d = None
     try:
-        while time.time() < deadline:
+        while time.monotonic() < deadline:
             time.sleep(1)
             if out.exists() and [x for x in out.iterdir() if x.is_dir()]:
                 d = run_dir_of(out)
