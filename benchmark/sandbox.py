@@ -107,6 +107,7 @@ class Pool:
     size: int = 0
     _mm: mmap.mmap | None = None
 
+    generation: int = 0  # fills so far: which contents a request read (evaluator.timing_diag)
     max_calls: int = 1  # calls one request may make: the request area holds their offsets
     req_fd: int = -1
     _req: mmap.mmap | None = None
@@ -169,6 +170,7 @@ class Pool:
         offset holds values of the input's distribution, and no two windows share their contents."""
         first, other = make(seed), make(slack_seed)
         rng = np.random.default_rng(slack_seed)
+        self.generation += 1
         for i, (a, b) in enumerate(zip(first, other, strict=True)):
             reg = self.region(i)
             flat = np.ascontiguousarray(a, dtype=self.specs[i].dtype).reshape(-1)

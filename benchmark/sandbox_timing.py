@@ -5,6 +5,9 @@ arm's samples are requests to its worker, and each request is checked after it.
   and every call of a request its own window offsets (distinct within the request).
 - The worker keeps every call's outputs (or, with `sandbox_hold` N > 0, the last N calls', a ring);
   the number of calls is drawn around the planned `number` (memoryless with a ring: `draw_calls`).
+- A request of more than one planned call follows one untimed call on the pool's previous contents
+  (`sandbox_warm_call`): a request's first call after the other arm's finds the machine cold, and the
+  drawn counts make short requests common.
 - After the answer one kept call, drawn at random, is checked: its output against the other arm's on
   the same inputs (an untimed one-call request to the other worker), at twice the task's tolerance.
 - The clock is the judge's, around the request (less, with a ring, the fastest empty request's cost).
@@ -56,6 +59,7 @@ class _Arm:
         self.calibrated = False
         self.primed = 0  # the most calls a request of this arm has made
         self.fixed = fixed  # [a request's fixed cost, s]: both arms' fastest empty request (shared)
+        self.warm_call = bool(st.cfg.get("sandbox_warm_call", True))  # evaluator.sandbox_warm_call
 
     def sample(self, number: int) -> float:
         if number == 1 and not self.calibrated:
@@ -110,6 +114,12 @@ class _Arm:
             # are allocated and faulted in before a timed request needs them
             self.primed = n
             self.one(n, draw=False)
+        if draw and n > 1 and self.warm_call and not self.me.device:
+            # untimed, before this request's fill: nothing it computes can serve the timed calls
+            warm = self.me.run([[self.st.pool.offset(i, 0, 0) for i in range(len(self.st.pool.specs))]])
+            if self.diag is not None:
+                self.diag.append([self.role[0], 1, warm.seconds, self.me.worker_s, 0.0, False, None, 0.0, None,
+                                  self.st.pool.generation, "warm"])
         if draw:
             n = draw_calls(self.rng, n, self.st.max_calls, 0 if self.me.device else self.me.hold)
         rows, t_fill = self._rows(n)
@@ -120,7 +130,7 @@ class _Arm:
             f1, judge_cpu = sandbox.faults(me.pid), time.process_time() - p0
             diag.append([self.role[0], n, calls.seconds, me.worker_s, t_fill, draw,
                          [b - a for a, b in zip(f0, f1, strict=True)] if f0 and f1 else None, judge_cpu,
-                         sandbox.cpus(me.pid)])
+                         sandbox.cpus(me.pid), self.st.pool.generation, ""])
         if self.guard:
             changed = me.state()  # untimed, after the request; both arms alike
             if changed and self.role == "candidate":
@@ -149,7 +159,8 @@ def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
     rng = random.Random(SYSRAND.getrandbits(64))
     # evaluator.timing_diag: each request as [arm, calls, judge's s, worker's own s, fill s, timed,
     # [worker's minor, major faults], judge's own CPU s, the CPUs the worker's threads last ran on], to
-    # split a request's time into the worker's compute and the rest (the worker's clock is no verdict)
+    # split a request's time into the worker's compute and the rest (the worker's clock is no verdict),
+    # then the pool's fill the request read and "warm" for the untimed call before a sampled request
     diag = st.res.extra.setdefault("timing_diag", []) if st.cfg.get("timing_diag") else None
     st.request_fixed = fixed = [math.inf]  # read back into the result (time_step)
     # warm: the workers' setup and check requests have run both programs, an OpenCL program's

@@ -413,6 +413,26 @@ def test_a_ring_of_kept_outputs_and_the_request_cost_taken_off(task, root, tmp_p
     assert len(counts) > 3, counts
 
 
+def test_the_warm_call_reads_contents_no_timed_call_reads(task, root, tmp_path):
+    # the untimed call before a sampled request warms the machine; were it to read the contents the
+    # timed calls then read, a kernel could compute their outputs there, off the clock: it must come
+    # before the request's fill
+    res = _ev(tmp_path, timing_diag=True).evaluate(task, _cand(task, root, HONEST, "sb_warm", reps=50))
+    assert res.correct, (res.error_kind, res.error)
+    rows = res.extra["timing_diag"]
+    warm = [k for k, r in enumerate(rows) if r[10] == "warm"]
+    assert warm, "no warm call before any sampled request"
+    for k in warm:
+        nxt = next(r for r in rows[k + 1:] if r[0] == rows[k][0])
+        assert nxt[5] and nxt[10] == "" and nxt[9] > rows[k][9], (rows[k], nxt)
+        # no timed request after it reads those contents (the one before it, the other arm's, did)
+        assert not [r for r in rows[k + 1:] if r[5] and r[9] <= rows[k][9]], rows[k]
+    # and none where the call would be the whole request
+    off = _ev(tmp_path, timing_diag=True, sandbox_warm_call=False).evaluate(
+        task, _cand(task, root, HONEST, "sb_warm_off", reps=50))
+    assert off.correct and not [r for r in off.extra["timing_diag"] if r[10] == "warm"]
+
+
 JUDGE = r"""
 import ctypes, sys, time
 import numpy as np

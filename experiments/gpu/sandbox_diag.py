@@ -107,6 +107,8 @@ def _patch(variant: str) -> None:
 # sandboxed, the worker keeping the last N calls' outputs (evaluator.sandbox_hold; 0: every call's, the
 # count from 3/4 of the plan to all of it); every other variant keeps the config's default
 HOLD = {"hold0": 0, "hold1": 1, "hold3": 3}
+# sandboxed, with or without the untimed call before each sampled request (evaluator.sandbox_warm_call)
+WARM = {"warm": True, "no_warm": False}
 
 
 def _own_us(diag: list) -> float | None:
@@ -120,6 +122,8 @@ def run_variant(variant: str, task, backend: str, cache: str, cand=None) -> dict
     from leka.core.config import EvaluatorConfig
 
     hold = {"sandbox_hold": HOLD[variant]} if variant in HOLD else {}
+    if variant in WARM:
+        hold["sandbox_warm_call"] = WARM[variant]
     cfg = EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0, sandbox=variant != "in_process",
                           sandbox_pin=variant != "no_pin", timing_diag=True, **hold)
     job = {"task_path": str(task.path), "task_id": task.id, "backend": backend,
@@ -152,7 +156,7 @@ def run_variant(variant: str, task, backend: str, cache: str, cand=None) -> dict
             "t_base_us": (r.get("t_baseline_s") or 0) * 1e6, "worker_us": _own_us(r.get("extra", {}).get("timing_diag")),
             "sandbox": r.get("extra", {}).get("sandbox"), "timer": r.get("extra", {}).get("timer"),
             "threads": r.get("extra", {}).get("sandbox_threads"), "profile": "error" if prof.get("error") else "ok",
-            "wall_s": round(wall, 1)}
+            "wall_s": round(wall, 1), "timing_diag": r.get("extra", {}).get("timing_diag")}
 
 
 def main() -> None:
@@ -162,6 +166,8 @@ def main() -> None:
     ap.add_argument("--variants", default="full,no_seccomp,no_jail,no_limits,+open,+clone,+exec_mem,+misc")
     ap.add_argument("--stop-on-pass", action="store_true", help="after `full`, run the others only if it failed")
     ap.add_argument("--rounds", type=int, default=1, help="the variants this many times, in turn")
+    ap.add_argument("--diag-out", default=None, metavar="FILE",
+                    help="each variant's requests (timing_diag: arm, calls, seconds, ...) as JSON lines here")
     ap.add_argument("--candidate", default=None, metavar="RUN_DIR",
                     help="a `leka run` folder: its best node instead of the task's root (llvm)")
     args = ap.parse_args()
@@ -177,6 +183,10 @@ def main() -> None:
     for _ in range(args.rounds):
         for v in args.variants.split(","):
             row = run_variant(v, task, args.backend, cache, cand)
+            requests = row.pop("timing_diag", None)
+            if args.diag_out:
+                with open(args.diag_out, "a") as f:
+                    f.write(json.dumps({"variant": v, "requests": requests}) + "\n")
             print(json.dumps(row), flush=True)
             if v == "full" and row.get("correct") and args.stop_on_pass:
                 return

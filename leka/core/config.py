@@ -97,6 +97,13 @@ class EvaluatorConfig(_Section):
     # the last-level cache, and honest answers read 0.65-0.92x of their in-process speed (the worker's
     # own clock agrees); with the ring 0.88-1.00x, and A-vs-A side by side 20/23 against 19/23
     sandbox_hold: int = Field(3, ge=0)
+    # a sampled request of more than one planned call is preceded by one untimed call (on the pool's
+    # previous contents: the fill the timed calls read comes after it). The drawn call counts make many
+    # requests short, and a request's first call, after the other arm's, finds the caches and the thread
+    # pool cold (mobilenet_v2's answer: 9.3 ms a call in one-call requests, 8.0 ms in four-call ones), a
+    # cost the in-process loop's fixed `number` of calls spreads thin (in the diagnostic side by side:
+    # 7.70-8.05x with it, 7.46-7.75x without, 8.36-8.47x in-process: bench_eval_integrity.md, eighth)
+    sandbox_warm_call: bool = True
     # the sandboxed CPU worker's compute threads one core each (benchmark/sandbox_worker.py place_threads).
     # Side by side on 2026-12-03 (bench_eval_integrity.md, fifth measurement): A-vs-A 19/23 pinned against
     # 16/23 unpinned, LEKA's answers 6-14% faster pinned on all 4 tasks; false: placed by the kernel
