@@ -19,6 +19,7 @@ TVM renames things between releases (tir -> tirx, nd -> runtime.tensor, profile=
 | `ms_tool` | MetaSchedule as a tool of the L1 agent: one PrimFunc, N trials, warm-started, in a child process; its trace as DSL steps |
 | `tir_analysis` | FLOP estimates and per-block summaries for the profilers |
 | `l0_passes` | the L0 graph passes, registered by name in `L0_PASSES` |
+| `const_eval` | FoldConstant on a module holding a candidate's PrimFuncs runs in a confined child (`leka.core.confine`), its result back as JSON; `no_evaluation()`: builds fold nothing that runs |
 
 `from leka import tvm_adapter as A` gives all of them (`A.make_target`, `A.lower`, ...). Recipes this
 follows are in the shared `tvm-recipes/` folder (verified on TVM 0.27.0.post1 + apache-tvm-ffi 0.1.14.post1).

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import tvm
 from tvm import relax
 
+from leka.tvm_adapter import const_eval
 
-def _seq(*passes) -> Any:
-    return tvm.transform.Sequential(list(passes))
+
+def _seq(*passes) -> Callable[[tvm.IRModule], tvm.IRModule]:
+    """The passes in order; confined where the module holds a candidate's PrimFuncs (FoldConstant)."""
+    seq = tvm.transform.Sequential(list(passes))
+    target = tvm.target.Target.current(allow_none=True)
+
+    def run(mod: tvm.IRModule) -> tvm.IRModule:
+        if target is None:
+            return seq(mod)
+        with target:
+            return seq(mod)
+
+    return lambda mod: const_eval.run_pipeline(run, mod)
 
 
 def l0_fold_batchnorm(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:

@@ -13,6 +13,7 @@ import tvm
 import tvm_ffi
 from tvm import relax, s_tir
 
+from leka.tvm_adapter import const_eval
 from leka.tvm_adapter.importer import PARSE_LOCK, guarded_from_source
 from leka.tvm_adapter.targets import is_gpu
 
@@ -22,8 +23,12 @@ def lower(mod: tvm.IRModule, target: tvm.target.Target, gpu_schedule: bool = Tru
     `tvm.compile` alone only legalizes on CPU, leaving every op a separate unfused kernel.
     `gpu_schedule=False` stops before DLight, so L1 entries can be applied first (they are keyed by
     the unscheduled PrimFunc) and marked scheduled; `gpu_default_schedule` then does the rest."""
+    def zero(m: tvm.IRModule) -> tvm.IRModule:
+        with target:
+            return relax.get_pipeline("zero")(m)
+
     with PARSE_LOCK, target:
-        out = relax.get_pipeline("zero")(mod)
+        out = const_eval.run_pipeline(zero, mod)  # a candidate's PrimFuncs are evaluated only confined
         if gpu_schedule and is_gpu(target):
             out = gpu_default_schedule(out)
     return out
@@ -76,7 +81,7 @@ def build(mod: tvm.IRModule, target: tvm.target.Target):
         cuda_runtime_setup()  # nvcc (or NVRTC) compiles TVM's CUDA C in this process
     # in the target's scope: TVM's CUDA compile callback takes the arch from Target.current(), and
     # without one it asks the GPU, which initialises CUDA in a judge that forks device workers after
-    with target:
+    with target, const_eval.no_evaluation():
         return tvm.compile(mod, target)
 
 
