@@ -26,7 +26,9 @@ FREQ_MOVED = 0.10
 # (load.py marks `loaded` at 25% of other processes' CPU plus steal; steal alone is rarer and worse:
 # it stops the timed thread itself)
 STEAL_MOVED = 0.05
-_SMI_FIELDS = "name,clocks.sm,clocks.mem,clocks.max.sm,clocks.applications.graphics,clocks_event_reasons.active"
+_SMI_FIELDS = "name,clocks.sm,clocks.mem,clocks.max.sm,clocks.applications.graphics,{}.active"
+# drivers before 535 call the clock-event reasons throttle reasons; an unknown field fails the query
+_SMI_REASONS = ("clocks_event_reasons", "clocks_throttle_reasons")
 
 
 def _read(path: Path) -> str | None:
@@ -99,17 +101,20 @@ def gpu_clocks(timeout_s: float = 5.0) -> list[dict[str, Any]] | str:
     bit 0x2, applications clocks setting; `nvidia-smi -lgc` / `-ac` set it), else None. "unavailable"
     without nvidia-smi or an answer from it."""
     smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return "unavailable"
-    try:
-        out = subprocess.run([smi, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=timeout_s, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return "unavailable"
-    if out.returncode != 0 or not out.stdout.strip():
+    text = None
+    for reasons in _SMI_REASONS if smi else ():
+        try:
+            out = subprocess.run([smi, f"--query-gpu={_SMI_FIELDS.format(reasons)}", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=timeout_s, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return "unavailable"
+        if out.returncode == 0 and out.stdout.strip():
+            text = out.stdout
+            break
+    if text is None:
         return "unavailable"
     rows = []
-    for line in out.stdout.strip().splitlines():
+    for line in text.strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) != 6:
             continue
