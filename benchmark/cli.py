@@ -57,7 +57,20 @@ def _load_line(m: dict | None) -> str | None:
             f"{m['steal_s']:.2f} s in {m['wall_s']:.2f} s of timing")
 
 
+def _floor_line(f: dict | None) -> str | None:
+    """The task's SOL time on this machine against the judged time (benchmark/floor.py)."""
+    from profilers.roof import fmt_fraction
+
+    if not f:
+        return None
+    if "unavailable" in f:
+        return f"unavailable: {f['unavailable']}"
+    return (f"SOL {f['sol_s'] * 1e6:.3f} us ({f['level']}; x slack {f['slack']:g}), judged "
+            f"{f['t_candidate_s'] * 1e6:.3f} us: {fmt_fraction(f.get('fraction'))} of the roof")
+
+
 def result_table(res) -> Table:
+    from benchmark import machine_state
     from benchmark.stats import fmt_interval
 
     tab = Table(title=f"{res.task} on {res.backend}")
@@ -73,6 +86,9 @@ def result_table(res) -> Table:
         ("timing valid (spread)", f"{res.timing_valid} ({res.timing_spread:.3f}, {res.n_pairs} pairs)"
          if res.timing_spread is not None else None),
         ("machine load", _load_line(res.extra.get("machine_load"))),
+        ("platform", machine_state.line(res.extra["platform"]) if res.extra.get("platform") else None),
+        ("physical floor", _floor_line(res.extra.get("floor"))),
+        ("audit", "; ".join(res.extra["audit"]) if res.extra.get("audit") else None),
         ("max abs err", f"{res.max_abs_err:.3g}" if res.max_abs_err is not None else None),
         ("peak memory", f"{res.peak_memory_bytes / 2**20:.2f} MiB" if res.peak_memory_bytes else None),
         ("peak RSS", f"{res.peak_rss_bytes / 2**20:.0f} MiB" if res.peak_rss_bytes else None),

@@ -208,7 +208,7 @@ def time_step(st: Any) -> bool:
                           runner=st.base_prep.result() if st.base_prep is not None else None,
                           flusher=flusher, torch_call=st.torch_call)
     cand = tvm_gpu_timer(st.runner, st.runner.to_device(st.inputs_by_seed[0]), flusher)
-    tm = timing.paired_timing(cand, base, cfg)
+    tm = timing.paired_timing(cand, base, cfg, gpu=True)
     st.dmem.sample()
     res.peak_device_bytes = st.dmem.bytes()
     res.extra["timer"] = "device (CUDA events), L2 flushed before each call"

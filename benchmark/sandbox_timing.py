@@ -182,7 +182,7 @@ def time_step(st: Any) -> bool:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        tm = timing.judged_pairs(cand, base, cfg, res)
+        tm = timing.judged_pairs(cand, base, cfg, res, gpu=bool(st.gpu))
     except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
         res.correct = False
         return fail(st, e, "timing")

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from itertools import cycle, islice
 from typing import Any
 
-from benchmark import load, stats
+from benchmark import load, machine_state, stats
 
 
 class StaleOutput(RuntimeError):
@@ -206,13 +206,16 @@ def _pair(first: tuple[Timer, int, int], second: tuple[Timer, int, int]) -> tupl
     return best[0], best[1]
 
 
-def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: bool = True) -> dict[str, Any]:
+def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: bool = True,
+                  gpu: bool = False) -> dict[str, Any]:
     """A B A B ... (order alternating per pair), warm-up first; `number` per sample adapts so one
     sample lasts ~sample_s; the pair count fits timing_budget_s (`_plan`). The speedup is the geometric
     mean over pairs of t_base / t_cand with its `ci_level` interval (benchmark/stats.py); timing stops
     before the planned pairs once, after at least min_pairs, the interval's relative width (hi / lo - 1)
     is under `ci_width`. `probe_load`: read the machine's load (benchmark/load.py) around the whole
-    timing, warm-up included (off where the timing runs elsewhere: an RPC board)."""
+    timing, warm-up included (off where the timing runs elsewhere: an RPC board), and the platform
+    before and after it (benchmark/machine_state.py; `gpu`: the GPU's clocks too)."""
+    before = machine_state.snapshot(gpu) if probe_load else None
     t0 = time.perf_counter()
     snap = load.start() if probe_load else None
     plan = _plan(cand, base, cfg)
@@ -240,13 +243,15 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
     ratios = [b / c for b, c in zip(tbs, tcs, strict=True) if c > 0]
     floor = noise_floor(base, cfg, nb, rb, statistics.median(tbs)) if cfg.get("noise_floor") else None
     wall = time.perf_counter() - t0
+    busy = load.finish(snap, float(cfg.get("load_share", 0.25)))
+    after = machine_state.snapshot(gpu) if probe_load else None
     return {"speedup": point, "speedup_lo": lo, "speedup_hi": hi, "ci_level": level, "noise_floor": floor,
             "ci_width": stats.rel_width(lo, hi), "max_ci_width": float(cfg.get("max_ci_width", 0.25)),
             "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
             "spread": _spread(ratios), "pairs": len(tcs), "number": [nc, nb], "repeats": [rc, rb],
             "limited": plan["limited"], "timing_s": wall,
             "first_call_s": plan["first_call_s"], "plan_call_s": plan["plan_call_s"],
-            "machine_load": load.finish(snap, float(cfg.get("load_share", 0.25)))}
+            "machine_load": busy, "platform": machine_state.around(before, after, busy)}
 
 
 def noise_floor(base: Timer, cfg: dict[str, Any], number: int, repeats: int, t_call: float) -> dict[str, Any]:
@@ -298,6 +303,8 @@ def record(res, tm: dict[str, Any]) -> None:
         # a loaded machine's timing is kept and reported as such: the interval already carries the
         # noise the load caused, and the reports count loaded evaluations next to their numbers
         res.extra["machine_load"] = tm["machine_load"]
+    if tm.get("platform") is not None:  # reported, not failed: whether it moved is the reader's to weigh
+        res.extra["platform"] = tm["platform"]
     if tm.get("limited"):
         width = "no interval (one pair)" if one_pair else f"interval width {tm['ci_width']:.3f}"
         res.extra["timing_limited"] = (f"slow program: {tm['pairs']} pair(s) of number=1 within "
@@ -309,14 +316,14 @@ def record(res, tm: dict[str, Any]) -> None:
                      "trusted")
 
 
-def judged_pairs(cand: Timer, base: Timer, cfg: dict[str, Any], res) -> dict[str, Any] | None:
+def judged_pairs(cand: Timer, base: Timer, cfg: dict[str, Any], res, gpu: bool = False) -> dict[str, Any] | None:
     """`paired_timing`, its candidate-side failures written into the EvalResult `res` (None then): a
     timed output that is not its inputs' (stale_output), process-wide settings changed (process_state).
     Both evaluation paths (in-process, benchmark/worker.py; sandboxed, benchmark/isolated.py) use it."""
     from benchmark.process_state import ProcessStateChanged
 
     try:
-        return paired_timing(cand, base, cfg)
+        return paired_timing(cand, base, cfg, gpu=gpu)
     except StaleOutput as e:
         res.correct = False
         res.error_kind, res.error = "stale_output", (

@@ -25,7 +25,9 @@ import numpy as np
 import torch
 
 from benchmark import (
+    audit,
     baselines,
+    floor,
     gpu_timing,
     isolated,
     memory,
@@ -87,6 +89,7 @@ class JobState:
     # the first seeds' inputs and references (the timing rotates through them; references memory-mapped)
     inputs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
     refs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
+    ref_degenerate: str | None = None  # seed 0's reference all zero / near constant (benchmark/audit.py)
     profile: dict | None = None
     guard: Any = None  # process_state.Guard once the candidate is about to run
     out_path: str = ""
@@ -441,10 +444,10 @@ def time_step(st: JobState) -> bool:
     return True
 
 
-STEPS = (prepare, build, check, profile_export, time_step)
+STEPS = (prepare, build, check, profile_export, time_step, floor.physical_floor, audit.audit_step)
 # under measuring slots (a grid), these only compete for the cores and hold the CPU gate shared; the
 # others run and time programs on them and hold it alone (benchmark/slots.py cpu_gate)
-SHARED_STEPS = ("prepare", "build")
+SHARED_STEPS = ("prepare", "build", "physical_floor", "audit_step")
 
 
 def run_job(job: dict[str, Any], out_path: str) -> None:

@@ -66,6 +66,7 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         "route_reasons": [n.route_reason for n in nodes if n.route_reason][:50],
     }
     summary.update(roof_summary(best_node))
+    summary.update(audit_summary(nodes, best_node))
     # the run's noise floor: its root (the baseline's own program) also timed the baseline against itself
     root = next((n for n in nodes if n.parent is None and n.result is not None), None)
     summary["noise_floor"] = root.result.extra.get("noise_floor") if root is not None else None
@@ -94,6 +95,32 @@ def roof_summary(node) -> dict[str, Any]:
     return {"best_roof_fraction": round(tr.fraction, 4), "best_sol_score": None if tr.sol is None else round(tr.sol, 4),
             "best_roof_s": tr.roof_s, "best_t_s": tr.measured_s, "best_roof_bound": tr.bound,
             "roof": f"{tr.peaks_key} ({tr.peaks_source})"}
+
+
+def audit_summary(nodes, best_node) -> dict[str, Any]:
+    """What a reader should check before trusting the numbers (issue 43): the nodes marked for audit
+    (benchmark/audit.py: a >10x speedup against a tuned baseline or an engine, a degenerate reference),
+    those timed under the physical floor (benchmark/floor.py), and the platform of the best's timing."""
+    audited = [{"node": n.id, "reasons": n.result.extra["audit"]} for n in nodes
+               if n.result is not None and n.result.extra.get("audit")]
+    below = [n.id for n in nodes if n.result is not None and n.result.error_kind == "below_physical_floor"]
+    best = best_node.result if best_node is not None and best_node.result is not None else None
+    return {"audit": audited[:20], "audited_nodes": len(audited), "below_floor_nodes": below[:20],
+            "best_platform": best.extra.get("platform") if best is not None else None}
+
+
+def audit_lines(summary: dict[str, Any]) -> list[str]:
+    from benchmark.machine_state import line
+
+    out = []
+    if summary.get("audited_nodes"):
+        first = "; ".join(f"#{a['node']}: {', '.join(a['reasons'])}" for a in summary["audit"][:5])
+        out.append(f"- AUDIT: {summary['audited_nodes']} node(s) marked for audit (benchmark/audit.py): {first}")
+    if summary.get("below_floor_nodes"):
+        out.append(f"- below the physical floor (not speedups): nodes {summary['below_floor_nodes']}")
+    if summary.get("best_platform"):
+        out.append(f"- platform of the best's timing: {line(summary['best_platform'])}")
+    return out
 
 
 def roof_line(summary: dict[str, Any]) -> str | None:
@@ -169,7 +196,7 @@ def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger
               f"({round(100 * summary.get('ci_level', 0.95))}% interval; faster, its lower bound above 1: "
               f"{summary.get('best_faster', False)}), correct: {summary['best_correct']}"
               + (" - timed on a loaded machine" if summary.get("best_loaded") else ""),
-              *([line] if (line := roof_line(summary)) else []),
+              *([line] if (line := roof_line(summary)) else []), *audit_lines(summary),
               f"- loaded machine: {summary.get('loaded_evaluations', 0)} of {summary.get('timed_evaluations', 0)} "
               "timed evaluations ran while other processes used the CPU (their intervals carry that noise)",
               f"- noise floor: {noise_floor_text(summary.get('noise_floor'))}",

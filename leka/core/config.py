@@ -112,6 +112,17 @@ class EvaluatorConfig(_Section):
     # diagnostics: every sandboxed timing request's split (the judge's clock, the worker's own, the pool
     # refill) in EvalResult.extra["timing_diag"] (experiments/bench_sandbox_split.py)
     timing_diag: bool = False
+    # issue 43: a candidate measured under floor_slack x its task's speed-of-light time (benchmark/floor.py:
+    # max(flops / peak FMA, compulsory bytes / the bandwidth of the level they fit in), the measured roof
+    # of `leka bench roof`) is below_physical_floor, not a speedup. Slack, not 1.0, because the roof cannot
+    # see everything that makes an honest program faster: turbo above the clock the roof ran at, caches
+    # shared with the other arm or warm across calls (a working set placed in a faster level than its bytes
+    # suggest), an algorithm that does fewer FLOPs than TVM's count of the task (Winograd: 2.25-4x fewer
+    # multiplies), the roof's own noise. 0 turns the verdict off (the floor is still recorded)
+    floor_slack: float = Field(0.5, ge=0.0, le=1.0)
+    # issue 43: a speedup over this against a tuned baseline or an engine is marked for audit
+    # (EvalResult.extra["audit"]; benchmark/audit.py): plausible, but the kind of number an exploit makes
+    audit_speedup: float = Field(10.0, gt=1.0)
 
     @model_validator(mode="before")
     @classmethod

@@ -40,6 +40,9 @@ ErrorKind = Literal[
     "stale_output",  # a timed call's output does not match its inputs' reference (replayed / unfinished)
     "process_state",  # the candidate changed process-wide settings (affinity, threads, FP mode, env)
     "gpu_fault",  # a CUDA fault (illegal address, launch failure): the child and its context are discarded
+    # correct, but timed under the task's speed-of-light time x evaluator.floor_slack: no honest program
+    # is that fast on this machine, so the time is not a speedup (benchmark/floor.py)
+    "below_physical_floor",
 ]
 
 

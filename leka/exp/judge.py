@@ -46,6 +46,8 @@ def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
                machine_load_ref=r.extra.get("machine_load"), noise_floor_ref=r.extra.get("noise_floor"),
                timer_ref=r.extra.get("timer"), threads_ref=r.extra.get("sandbox_threads"),
                t_candidate_s=r.t_candidate_s, t_ref_s=r.t_baseline_s, peak_memory_bytes=r.peak_memory_bytes,
+               # issue 43: the platform of the timing, the physical floor, the reasons to audit the number
+               platform_ref=r.extra.get("platform"), floor_ref=r.extra.get("floor"), audit_ref=r.extra.get("audit"),
                error_kind=r.error_kind, error=(r.error or None) and r.error[:2000])
     tr = task_roof(prof, measured_s=r.t_candidate_s, baseline_s=r.t_baseline_s) if r.correct else None
     if tr is not None:  # the measured roof (profilers/roof.py): SOL time, fraction, SOL score vs the reference
@@ -55,7 +57,8 @@ def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
         rt = ev.evaluate(task, outcome.candidate, baseline="torch")
         row.update(speedup_torch=rt.speedup, timing_valid_torch=rt.timing_valid, t_torch_s=rt.t_baseline_s,
                    speedup_torch_lo=rt.speedup_lo, speedup_torch_hi=rt.speedup_hi, loaded_torch=rt.loaded,
-                   machine_load_torch=rt.extra.get("machine_load"), timer_torch=rt.extra.get("timer"))
+                   machine_load_torch=rt.extra.get("machine_load"), timer_torch=rt.extra.get("timer"),
+                   platform_torch=rt.extra.get("platform"), audit_torch=rt.extra.get("audit"))
         if tr is not None and rt.t_candidate_s and rt.t_baseline_s:
             row["sol_torch"] = sol_score(rt.t_candidate_s, rt.t_baseline_s, tr.roof_s)
     return row

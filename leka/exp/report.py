@@ -271,6 +271,31 @@ def timers_line(d: Data) -> str:
               "(OMP_WAIT_POLICY=PASSIVE) and stopped between requests, so no engine's pool spins against the other's.")
 
 
+def platform_audit(d: Data) -> list[str]:
+    """The platform each judged timing ran on (benchmark/machine_state.py: governor, turbo, SMT,
+    frequency before -> after, steal, GPU clocks), how many moved while they timed, and the jobs marked
+    for audit (benchmark/audit.py) or timed under the physical floor (benchmark/floor.py)."""
+    from benchmark.machine_state import line
+
+    out = ["### Platform and audit", ""]
+    for b in d.backends:
+        plats = [p for r in d.rows if r["backend"] == b for p in (r.get("platform_ref"), r.get("platform_torch")) if p]
+        seen: dict[str, int] = {}
+        for p in plats:
+            k = line({**p, "moved": None})
+            seen[k] = seen.get(k, 0) + 1
+        moved = [p["moved"] for p in plats if p.get("moved")]
+        out.append(f"- {b} platform: " + ("; ".join(f"{k} ({n} timings)" for k, n in seen.items()) or "not recorded")
+                   + f"; moved during {len(moved)} of {len(plats)} timings" + (f" ({moved[0]}, ...)" if moved else ""))
+    for r in sorted(d.rows, key=lambda r: r["job_id"]):
+        why = [*(r.get("audit_ref") or []), *(r.get("audit_torch") or [])]
+        if r.get("error_kind") == "below_physical_floor":
+            why.append("below the physical floor: " + (r.get("error") or "")[:160])
+        if why:
+            out.append(f"- AUDIT {r['job_id']}: " + "; ".join(why))
+    return out + [""]
+
+
 def job_rows(d: Data, link) -> list[str]:
     levels = level_names()
     out = ["### Jobs", "", f"| job | level | correct | vs {d.ref} | A-vs-A | vs PyTorch eager | roof | SOL | evals "
@@ -309,7 +334,8 @@ def markdown(d: Data) -> str:
              f"`A-vs-A`, {d.ref} against itself in the same evaluation (the noise floor). "
              "Figures: report.html.", ""]
     tl = timers_line(d)
-    lines += table1(d, link) + noise_floor_table(d) + ([tl, ""] if tl else []) + ratio_table(d) + job_rows(d, link)
+    lines += (table1(d, link) + noise_floor_table(d) + ([tl, ""] if tl else []) + platform_audit(d) + ratio_table(d)
+              + job_rows(d, link))
     return "\n".join(lines)
 
 
@@ -365,7 +391,7 @@ def html_report(d: Data) -> str:
              f"{sum(_loaded(r) for r in d.rows)} of {len(d.rows)}. Every number links to its run folder or its jobs.</p>",
              "<h2 id='table1'>Table 1</h2>", _md_to_html(table1(d, link)),
              "<h2 id='noise-floor'>Noise floor</h2>", _md_to_html([esc(x) for x in noise_floor_table(d)]),
-             f"<p>{esc(timers_line(d))}</p>"]
+             f"<p>{esc(timers_line(d))}</p>", _md_to_html([esc(x) for x in platform_audit(d)])]
     for b in d.backends:
         rows = [r for r in d.rows if r["backend"] == b]
         curves = {a: cell_metrics([r for r in rows if r["arm"] == a])["fast_curve"] for a in d.arms

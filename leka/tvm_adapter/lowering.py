@@ -205,6 +205,24 @@ def count_relax_ops(mod: tvm.IRModule) -> dict[str, int]:
     return dict(counts)
 
 
+def tir_call_counts(mod: tvm.IRModule) -> dict[str, int]:
+    """PrimFunc name -> calls per run of the Relax functions (call_tir and its variants name the callee
+    in their first argument, a direct call in the op): a fused kernel used by several layers counts
+    once per layer."""
+    prims = set(prim_funcs(mod))
+    counts: dict[str, int] = defaultdict(int)
+
+    def visit(e):
+        if isinstance(e, relax.Call):
+            for a in (e.op, *e.args[:1]):
+                if isinstance(a, tvm.ir.GlobalVar) and a.name_hint in prims:
+                    counts[a.name_hint] += 1
+
+    for f in relax_functions(mod).values():
+        relax.analysis.post_order_visit(f, visit)
+    return dict(counts)
+
+
 def buffer_signature(func: tvm.tirx.PrimFunc) -> list[tuple[str, tuple[int, ...], str]]:
     """(name, static shape, dtype) of each buffer parameter, in order (inputs then outputs)."""
     out = []
