@@ -205,6 +205,7 @@ def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | N
     `check_objects`: compiled L2 objects are checked (leka/ir/l2_object.py; `L2.IllegalObject`); off
     only where the evaluator's `static_check` is off, to measure what an attack would have gained."""
     if c.target_opts:
+        check_target_options(c)
         target = A.with_target_options(target, c.target_opts)
     layers = lower_layers(c, target, root_params)
     mod = layers.scheduled
@@ -231,6 +232,17 @@ def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | N
         ex = A.build(mod, target)
     return Built(executable=ex, lowered=mod, applied_l1=layers.applied_l1, applied_l2=applied_l2,
                  extra_modules=objects)
+
+
+def check_target_options(c: Candidate) -> None:
+    """Only the backend's `compile_options` (the edit's allow-list) reach the target: a candidate.json
+    handed to the evaluator is not an edit, and an option such as LLVM's `cl-opt` sets the LLVM
+    library's process-wide flags, which the baseline's codegen on the judge's other thread would read."""
+    allowed = get_backend(c.backend).compile_options
+    bad = sorted(set(c.target_opts) - allowed)
+    if bad:
+        raise ValueError(f"compile option(s) {bad} are not allowed for backend {c.backend}; "
+                         f"allowed: {sorted(allowed)}")
 
 
 # ============================================================================ layers: lowering, carry-forward
@@ -363,10 +375,11 @@ def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir, check_obj
             if backend != c.backend:
                 raise L2.L2Error(f"L2 entry for {name} is {entry.language} but the target is {backend}")
             comp = compile_l2_source(entry.language, entry.text, l2_dir, check=check_objects)
-            symbol = entry.entry or name
-            L2.check_symbol(comp, symbol)
-            mod = A.replace_prim_func(mod, name, A.extern_prim_func(mod[name], symbol))
-            objects.append(str(comp.obj))
+            # the entry, sealed under a name of its own: the judge's baseline, built on another thread
+            # of the process this library is loaded into, can never resolve a symbol to it
+            sealed = L2.check_symbol(comp, entry.entry or name)
+            mod = A.replace_prim_func(mod, name, A.extern_prim_func(mod[name], sealed.symbol))
+            objects.append(str(sealed.obj))
         else:
             if entry.language != backend:
                 raise L2.L2Error(f"L2 entry for {name} is {entry.language} but the target is {backend}")

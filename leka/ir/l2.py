@@ -5,9 +5,10 @@ The CPU contract an agent writes to (kept simple on purpose):
     extern "C" int32_t ENTRY(float* p0, float* p1, ..., float* pn)   // returns 0 on success
 
 one pointer per buffer parameter of the PrimFunc, in order (inputs, then outputs), shapes static and
-baked into the source. `leka.ir` replaces the PrimFunc's body by `T.call_extern(ENTRY, p0.data, ...)`,
-compiles the source here (g++ -O3 -march=native -fopenmp), loads it RTLD_GLOBAL for the JIT and links
-the object into exported libraries.
+baked into the source. `leka.ir` compiles the source here (g++ -O3 -march=native -fopenmp), seals the
+object (ENTRY renamed to `leka_l2_<digest>_ENTRY`, every other definition local: `seal`), replaces the
+PrimFunc's body by `T.call_extern(<sealed name>, p0.data, ...)`, loads the sealed library RTLD_GLOBAL
+for the JIT and links the sealed object into exported libraries.
 
 On CUDA / OpenCL an override is the text of one whole kernel function (`extern "C" __global__ void
 NAME(...) {...}` / `__kernel void NAME(...) {...}`); it replaces the function of the same name in the
@@ -165,7 +166,8 @@ _LOADED: dict[str, ctypes.CDLL] = {}
 
 
 def load_global(so: str | Path) -> ctypes.CDLL:
-    """Make the library's symbols visible to TVM's LLVM JIT (process-global lookup)."""
+    """Make the library's symbols visible to TVM's LLVM JIT (process-global lookup). Only sealed
+    libraries (`seal`) come here: whatever one exports, every later lookup in the process can find."""
     key = str(Path(so).resolve())
     # spinning OpenMP workers starve TVM's thread pool between kernels (read when libgomp loads)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -174,13 +176,59 @@ def load_global(so: str | Path) -> ctypes.CDLL:
     return _LOADED[key]
 
 
-def check_symbol(compiled: Compiled, entry: str) -> None:
-    lib = load_global(compiled.so)
+@dataclass(frozen=True)
+class Sealed:
+    """A compiled L2 source whose one global symbol is `symbol` (its entry, renamed): the library the
+    JIT resolves `call_extern(symbol)` in, and the object an exported library links."""
+
+    so: Path
+    obj: Path
+    symbol: str
+
+
+def sealed_symbol(digest: str, entry: str) -> str:
+    """Unique per source and entry: no PrimFunc, TVM or system symbol is spelt `leka_l2_<hex>_...`."""
+    return f"leka_l2_{digest}_{entry}"
+
+
+def _objcopy() -> str:
+    tool = shutil.which("objcopy") or shutil.which("llvm-objcopy")
+    if tool is None:
+        raise L2Error("objcopy not found (binutils): an L2 object cannot be sealed, so it is not loaded")
+    return tool
+
+
+def seal(compiled: Compiled, entry: str) -> Sealed:
+    """The object with `entry` renamed to `sealed_symbol` and every other definition made local, linked
+    into its own library. The library is loaded RTLD_GLOBAL for the JIT, into the judge that builds the
+    baseline beside the candidate and forks the baseline's worker: exporting only a name nothing else
+    uses, it can never stand in for a symbol the baseline's kernels, their libraries or the JIT look
+    up (a kernel named like the PrimFunc it replaces, `__tvm_ffi_*`, libm, TVM's runtime calls)."""
+    if not re.fullmatch(_IDENT, entry):
+        raise L2Error(f"the entry {entry!r} is not a C identifier")
+    symbol = sealed_symbol(compiled.digest, entry)
+    d = compiled.obj.parent
+    obj, so = d / f"{symbol}.sealed.o", d / f"{symbol}.sealed.so"
+    if not (obj.exists() and so.exists()):
+        tmp_o, tmp_so = d / f"{symbol}.{os.getpid()}.sealed.tmp.o", d / f"{symbol}.{os.getpid()}.sealed.tmp.so"
+        _run([_objcopy(), f"--redefine-sym={entry}={symbol}", f"--keep-global-symbol={symbol}",
+              str(compiled.obj), str(tmp_o)], "sealing the L2 object")
+        _run([CXX, "-fopenmp", "-shared", str(tmp_o), "-o", str(tmp_so)], "link of the sealed L2 object")
+        tmp_o.replace(obj)
+        tmp_so.replace(so)
+    return Sealed(so=so, obj=obj, symbol=symbol)
+
+
+def check_symbol(compiled: Compiled, entry: str) -> Sealed:
+    """The sealed library, loaded for the JIT; raises where the source does not define `entry`."""
+    sealed = seal(compiled, entry)
+    lib = load_global(sealed.so)
     try:
-        getattr(lib, entry)
+        getattr(lib, sealed.symbol)
     except AttributeError as e:
         hint = ' (declare it extern "C" so the name is not mangled)'
         raise L2Error(f"the compiled source does not export the symbol {entry!r}{hint}") from e
+    return sealed
 
 
 def cpp_prototype(entry: str, signature: list[tuple[str, tuple[int, ...], str]]) -> str:

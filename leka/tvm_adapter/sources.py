@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 import tvm
 import tvm_ffi
 
@@ -45,33 +48,66 @@ class SourceHookMissing(RuntimeError):
     """The backend has no TVM hook on its generated source (`Backend.source_hook` is None)."""
 
 
-class source_postproc:
-    """Context manager: while active, `tvm.compile` for `backend` passes the generated CUDA / OpenCL
-    source through `fn(source) -> source` (the backend's `source_hook`, a TVM global such as
-    `tvm_callback_cuda_postproc`). Restores the previous callback (or none) on exit."""
+# The hook is one process-wide TVM global, and the judge builds the baseline on a second thread while
+# the candidate builds: a callback that spliced whatever it was handed would splice the candidate's
+# kernels into the baseline's source too. So the global is one dispatcher, installed once per hook,
+# and the splice is the building thread's own.
+_DISPATCH_LOCK = threading.Lock()
+_DISPATCHERS: set[str] = set()
+_LOCAL = threading.local()  # .fns: {hook name: fn} of this thread's active `source_postproc`s
 
-    def __init__(self, backend: str, fn):
+
+def _thread_fns() -> dict[str, Callable[[str], str]]:
+    if not hasattr(_LOCAL, "fns"):
+        _LOCAL.fns = {}
+    return _LOCAL.fns
+
+
+def _install_dispatcher(name: str) -> None:
+    with _DISPATCH_LOCK:
+        if name in _DISPATCHERS:
+            return
+        prev = tvm_ffi.get_global_func(name, allow_missing=True)
+
+        def dispatch(code, *rest):
+            fn = _thread_fns().get(name)
+            if fn is not None:
+                return fn(str(code))
+            # another thread's build (the baseline's): the source as TVM made it, or whatever
+            # callback was there before leka's
+            return prev(code, *rest) if prev is not None else code
+
+        tvm_ffi.register_global_func(name, dispatch, override=True)
+        _DISPATCHERS.add(name)
+
+
+class source_postproc:
+    """Context manager: while active, `tvm.compile` for `backend` on this thread passes the generated
+    CUDA / OpenCL source through `fn(source) -> source` (the backend's `source_hook`, a TVM global such
+    as `tvm_callback_cuda_postproc`). Builds on other threads meanwhile get their source unchanged."""
+
+    def __init__(self, backend: str, fn: Callable[[str], str]):
         hook = get_backend(backend).source_hook
         if hook is None:  # registering a global TVM never calls would build the source unspliced
             raise SourceHookMissing(f"backend {backend!r} has no hook on its generated source: its L2 "
                                     "kernel texts cannot be spliced in")
         self.name = hook
         self.fn = fn
-        self.prev = None
+        self.prev: Callable[[str], str] | None = None
 
-    def __enter__(self):
-        self.prev = tvm_ffi.get_global_func(self.name, allow_missing=True)
-
-        def cb(code, *rest):
-            return self.fn(str(code))
-
-        tvm_ffi.register_global_func(self.name, cb, override=True)
+    def __enter__(self) -> source_postproc:
+        _install_dispatcher(self.name)
+        fns = _thread_fns()
+        self.prev = fns.get(self.name)
+        fns[self.name] = self.fn
         return self
 
-    def __exit__(self, *exc):
-        tvm_ffi.remove_global_func(self.name)
-        if self.prev is not None:
-            tvm_ffi.register_global_func(self.name, self.prev, override=True)
+    def __exit__(self, *exc: object) -> bool:
+        fns = _thread_fns()
+        if self.prev is None:
+            fns.pop(self.name, None)
+        else:
+            fns[self.name] = self.prev
         return False
 
 
