@@ -176,3 +176,74 @@ def test_measure_gets_the_harness_python_path_and_backend_variables(monkeypatch)
     assert env["PYTHONPATH"] == "/opt/x/site" and env["CUDA_VISIBLE_DEVICES"] == "3"
     assert "ANTHROPIC_API_KEY" not in env
     assert "CUDA_VISIBLE_DEVICES" not in runtime_env("llvm")
+
+
+def test_cli_settings_keep_the_file_tools_in_the_workspace(tmp_path):
+    # issue 43: what the arm launches with, as written; no CLI needed
+    from leka.arms.claude_code import ALLOWED, cli_argv
+    from leka.arms.workspace import cli_settings
+
+    run, cache = tmp_path / "runs" / "r1", tmp_path / ".leka-cache"
+    s = cli_settings(run / "workspace", run, [cache])["permissions"]
+    assert s["blockReadsOutsideWorkingDirectories"] and s["blockWritesOutsideWorkingDirectories"]
+    assert s["denyInsteadOfPrompting"] and s["additionalDirectories"] == []
+    for rule in (f"Read(/{cache}/**)", f"Edit(/{cache}/**)", f"Read(/{run}/evals/**)", "Edit(./measure)",
+                 "Edit(./.claude/**)"):
+        assert rule in s["deny"], rule
+    assert all(r.startswith("Read(//") or r.startswith("Edit(") for r in s["deny"])  # absolute or ./
+    assert "Read" not in ALLOWED and not any(a.startswith(("Edit", "Write", "Bash(*")) for a in ALLOWED)
+    argv = cli_argv("claude", "m", run / "cli_settings.json")
+    assert argv[argv.index("--settings") + 1] == str(run / "cli_settings.json")
+    assert "--add-dir" not in argv and "--dangerously-skip-permissions" not in argv
+
+
+def test_caches_and_other_runs_are_out_of_reach(tmp_path):
+    # issue 43, with the real CLI: the judge's cache and another run's folder, by every file tool, by
+    # rewriting ./measure, and through ./measure itself
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "secret.txt").write_text("CACHE-SECRET-1")
+    other = tmp_path / "runs" / "other-run" / "evals" / "001" / "candidate"
+    other.mkdir(parents=True)
+    (other / "relax.py").write_text("# OTHER-RUN-SECRET-2\n")
+    script = [
+        tool("Read", file_path=str(cache / "secret.txt")),
+        tool("Glob", pattern="**/*", path=str(cache)),
+        tool("Grep", pattern="SECRET", path=str(tmp_path / "runs" / "other-run")),
+        tool("Read", file_path=str(other / "relax.py")),
+        tool("Write", file_path="{cwd}/measure", content="#!/bin/sh\ncat " + str(cache / "secret.txt") + "\n"),
+        tool("Bash", command=f"./measure {other}", description="measure another run's candidate"),
+        {"text": "Done."},
+    ]
+    with FakeLLMServer(script) as srv:
+        res = run_claude_code(TASK, budget_s=600, model="anthropic:fake-model", out_dir=tmp_path / "runs",
+                              base_url=srv.url, overrides=[*FAST_EVAL, f"baseline.cache_dir={cache}"],
+                              max_retries=0)
+    msgs = [r for r in srv.requests if r.path.startswith("/v1/messages") and "count_tokens" not in r.path]
+    assert len(msgs) == 7
+    sent = json.dumps([r.body for r in msgs])
+    assert "CACHE-SECRET-1" not in sent and "OTHER-RUN-SECRET-2" not in sent
+    for i in range(1, 7):  # every call came back refused: denied paths, reads outside, ./measure's target
+        assert '"is_error": true' in tool_results(msgs[i].body), (i, tool_results(msgs[i].body))
+    run_dir = Path(res.run_dir)
+    assert "cat " not in (run_dir / "workspace" / "measure").read_text()
+    assert not (run_dir / "evals").exists() or not any((run_dir / "evals").iterdir())
+
+
+def test_measure_takes_folders_of_its_workspace_only(tmp_path):
+    # ./measure runs outside the CLI's permissions: a path to another run's candidate is refused by it too
+    import subprocess
+
+    from leka.arms.workspace import write_measure
+    from leka.core.config import load_config
+
+    ws, other = tmp_path / "run" / "workspace", tmp_path / "other" / "candidate"
+    ws.mkdir(parents=True)
+    other.mkdir(parents=True)
+    (other / "relax.py").write_text("# another run's\n")
+    measure = write_measure(ws, tmp_path / "run", TASK, load_config([], []), deadline=0.0)
+    for target in (str(other), "../../other/candidate"):
+        out = subprocess.run([str(measure), target], cwd=ws, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and "outside the workspace" in out.stdout, out.stdout + out.stderr
+    assert not (tmp_path / "run" / "evals").exists()
+    assert not measure.stat().st_mode & 0o222  # read-only

@@ -25,7 +25,8 @@ same evaluator and the same wall clock as the LEKA arm.
   `status="failed"` and its `error`.
 
 How it runs (the workspace: `leka/arms/workspace.py`): `claude -p PROMPT --output-format stream-json
---verbose --model M --permission-mode acceptEdits --tools ... --allowedTools ...` in RUN_DIR/workspace,
+--verbose --model M --permission-mode acceptEdits --tools ... --allowedTools ... --settings
+RUN_DIR/cli_settings.json` in RUN_DIR/workspace (its file tools read and write the workspace only),
 in its own process group, HOME inside the workspace, telemetry and the updater off. The only command it
 may run is `./measure`, which logs each evaluation into RUN_DIR. At the deadline the process group and
 every descendant get SIGTERM, then SIGKILL after `grace_s`. Turns and tokens are read from the stream
@@ -56,8 +57,10 @@ from leka.core.types import UserError
 CLI_PACKAGE = "claude-agent-sdk==0.2.184"  # pinned in pyproject's [claude] extra; bundles Claude Code 2.1.327
 TOOLS = ["Read", "Edit", "Write", "Glob", "Grep", "Bash"]
 # Edit / Write are left to acceptEdits, which approves them inside the working directory only (listed
-# here they are approved anywhere); Bash is approved for ./measure only
-ALLOWED = ["Read", "Glob", "Grep", "Bash(./measure)", "Bash(./measure *)"]
+# here they are approved anywhere); Read needs no approval there either (a bare "Read" would approve
+# it anywhere: the caches, other runs); Bash is approved for ./measure only. Where the tools may reach
+# is RUN_DIR/cli_settings.json's (leka/arms/workspace.py `cli_settings`)
+ALLOWED = ["Glob", "Grep", "Bash(./measure)", "Bash(./measure *)"]
 PROMPT = ("Read CONTRACT.md in the working directory and follow it: make the candidate in candidate/ "
           "faster, measuring with ./measure, until the time runs out.")
 
@@ -166,10 +169,10 @@ def cli_env(home: Path, base_url: str | None, model: str, max_retries: int | Non
     return env
 
 
-def cli_argv(binary: str, model: str) -> list[str]:
+def cli_argv(binary: str, model: str, settings: Path) -> list[str]:
     return [binary, "-p", PROMPT, "--output-format", "stream-json", "--verbose", "--model", model,
             "--permission-mode", "acceptEdits", "--tools", ",".join(TOOLS), "--allowedTools", *ALLOWED,
-            "--strict-mcp-config", "--no-session-persistence"]
+            "--settings", str(settings), "--strict-mcp-config", "--no-session-persistence"]
 
 
 # ------------------------------------------------------------------------------------------- the process
@@ -352,7 +355,7 @@ def run_claude_code(task: str, *, backend: str = "llvm", budget_s: float = 5400.
     res.cli_version = cli_version(binary, home)
     env = cli_env(home, base_url or os.environ.get("ANTHROPIC_BASE_URL"), model, max_retries,
                   cfg.evaluator.timeout_s, key)
-    argv = cli_argv(binary, model)
+    argv = cli_argv(binary, model, run_dir / "cli_settings.json")
     (run_dir / "command.json").write_text(json.dumps(
         {"argv": argv, "cwd": str(ws), "env_names": sorted(env), "base_url": env.get("ANTHROPIC_BASE_URL"),
          "cli_version": res.cli_version, "budget_s": budget_s}, indent=1))

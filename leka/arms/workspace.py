@@ -12,8 +12,10 @@
         views/               read-only reference: PrimFunc table, unscheduled TIR, what an L2 file starts
                              from (C prototypes; on a GPU the generated kernels and their schedules),
                              and profile.txt|json, the starting candidate's profile
-        measure              `./measure [FOLDER]`: `leka bench eval` on a snapshot of FOLDER, on the
-                             backend's device (this machine, its GPU or PoCL, or the config's board)
+        measure              `./measure [FOLDER]`: `leka bench eval` on a snapshot of FOLDER (a folder
+                             of the workspace), on the backend's device (this machine, its GPU or PoCL,
+                             or the config's board)
+      cli_settings.json      the CLI's permissions (`--settings`): file tools inside the workspace only
 
 CONTRACT.md is the same text for every backend but for what its files mean: those parts are the
 backend's own (`Backend.contract_l1` / `contract_l2`, leka/backends/<name>.py).
@@ -43,6 +45,12 @@ import json, os, shutil, subprocess, sys, time
 RUN, TASK, BACKEND, ROOT = $run_dir, $task, $backend, $root
 DEADLINE, BASELINE, TRIALS, RUNTIME_ENV = $deadline, $baseline, $trials, $runtime_env
 src = sys.argv[1] if len(sys.argv) > 1 else "candidate"
+# only folders of this workspace: the command runs outside the CLI's permissions, so a path to another
+# run's candidate or a cache would hand the agent what its file tools may not read
+WS = os.path.dirname(os.path.realpath(__file__))
+if os.path.commonpath([os.path.realpath(src), WS]) != WS:
+    print(f"measure: {src} is outside the workspace; measure a folder inside it")
+    sys.exit(2)
 if not os.path.isfile(os.path.join(src, "relax.py")):
     print(f"measure: {src} is not a candidate folder (no relax.py)")
     sys.exit(2)
@@ -159,7 +167,38 @@ def write_measure(ws: Path, run_dir: Path, task_path: str, cfg: LekaConfig, dead
         runtime_env=repr(runtime_env(cfg.backend)))
     p = ws / "measure"
     p.write_text(text)
-    p.chmod(0o755)
+    p.chmod(0o555)  # the CLI's Edit / Write of it are denied too (cli_settings): it runs as the user
+    return p
+
+
+def cli_settings(ws: Path, run_dir: Path, cache_dirs: list[Path]) -> dict[str, Any]:
+    """The CLI's permission settings (passed with `--settings`, from a file outside the workspace so
+    the agent cannot edit them): its file tools read and write the workspace alone. Claude Code
+    2.1.257+ `blockReadsOutsideWorkingDirectories` refuses Read / Glob / Grep outside the working
+    directory in every permission mode (2.1.314+ `blockWritesOutsideWorkingDirectories` the same for
+    Edit / Write); the deny rules (deny wins over any allow; `//` starts an absolute path) name the
+    judge's caches and this run's own records besides, should a CLI ignore the blocks; `./measure`
+    and the CLI's own settings and home stay unwritable (the command runs with the user's rights)."""
+    deny: list[str] = []
+    for d in dict.fromkeys(str(Path(c).resolve()) for c in cache_dirs):
+        deny += [f"Read(/{d}/**)", f"Edit(/{d}/**)"]
+    run = str(run_dir.resolve())
+    for sub in ("evals", "judge", "nodes"):
+        deny += [f"Read(/{run}/{sub}/**)", f"Edit(/{run}/{sub}/**)"]
+    deny += ["Edit(./measure)", "Edit(./.claude/**)", "Edit(./.home/**)"]
+    return {"permissions": {"deny": deny, "additionalDirectories": [],
+                            "blockReadsOutsideWorkingDirectories": True,
+                            "blockWritesOutsideWorkingDirectories": True,
+                            "denyInsteadOfPrompting": True}}
+
+
+def write_cli_settings(ws: Path, run_dir: Path, cfg: LekaConfig) -> Path:
+    """RUN_DIR/cli_settings.json (`cli_settings` over every cache a judge of this run reads)."""
+    from leka.backends.paths import cache_home
+
+    caches = [Path(cfg.baseline.cache_dir), cache_home(), project_root() / ".leka-cache"]
+    p = run_dir / "cli_settings.json"
+    p.write_text(json.dumps(cli_settings(ws, run_dir, caches), indent=1))
     return p
 
 
@@ -184,6 +223,7 @@ def prepare(run_dir: Path, task, cfg: LekaConfig, budget_s: float, deadline: flo
     target = A.make_target(cfg.backend)
     write_contract(ws, cfg, budget_s, machine_text(cfg.backend, target), A.max_threads_per_block(target))
     write_measure(ws, run_dir, str(task.path), cfg, deadline)
+    write_cli_settings(ws, run_dir, cfg)
     (run_dir / "start.digest").write_text(folder_digest(ws / "candidate"))
     return ws
 
