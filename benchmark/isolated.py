@@ -158,7 +158,7 @@ def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepared: Any
         keep: list[Any] = []  # contiguous copies and arrays whose addresses were reported
         k = len(specs)
 
-        def run(n: int, offsets_addr: int, results_addr: int, cap: int) -> int:
+        def run(n: int, offsets_addr: int, results_addr: int, cap: int, progress_addr: int, nonce: int) -> int:
             offs = np.ctypeslib.as_array((ctypes.c_int64 * max(1, n * k)).from_address(offsets_addr))
             held.clear()
             keep.clear()
@@ -173,6 +173,7 @@ def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepared: Any
                     flat += [addr, nbytes, sandbox.dtype_code(dtype), len(shape)] + dims + [0] * (8 - len(dims))
             res = np.ctypeslib.as_array((ctypes.c_int64 * cap).from_address(results_addr))
             res[:len(flat)] = flat
+            np.ctypeslib.as_array((ctypes.c_int64 * 2).from_address(progress_addr))[:] = (nonce, n)
             return len(flat)
 
         return run, None
@@ -186,15 +187,19 @@ def start(st: Any) -> None:
     cfg = st.cfg
     specs = _specs(st)
     out_bytes = max(1, st.root.output_bytes)
-    slack = int(cfg.get("sandbox_slack_kib", 256)) * 1024
     device = on_device(st)
-    # outputs held for the check bound a request's calls only where every call's are kept; with a ring
-    # the pool's distinct windows do
-    max_calls = int(cfg.get("sandbox_output_mib", 64)) * 2**20 // out_bytes if not _hold(st) else 2**20
+    # outputs held for the check bound a request's calls where every call's are kept; with a ring the
+    # pool's windows do
+    max_calls = int(cfg.get("sandbox_output_mib", 8)) * 2**20 // out_bytes if not _hold(st) else 2**20
     if device:  # slots on the device: a call's inputs and outputs each
         per_call = out_bytes + sum(s.nbytes for s in specs)
         max_calls = min(DEVICE_SLOTS, int(cfg.get("sandbox_device_mib", 512)) * 2**20 // max(1, per_call))
-    st.pool = pool = sandbox.Pool(specs, slack, max_calls=max(1, max_calls), sets=int(cfg.get("sandbox_input_sets", 2)))
+    sets = max(1, int(cfg.get("sandbox_input_sets", 2)))
+    # a window per call, disjoint: as many as the calls can use, within the pool's budget (each request
+    # refills the windows it reads, and they should stay in the last-level cache with the outputs)
+    per_window = sum(sandbox._align(max(s.nbytes, 1)) for s in specs) or 1
+    windows = max(1, min(-(-max(1, max_calls) // sets), int(cfg.get("sandbox_pool_mib", 8)) * 2**20 // (sets * per_window)))
+    st.pool = pool = sandbox.Pool(specs, windows, max_calls=max(1, max_calls), sets=sets)
     cap, _ = memory.cap_bytes(st.job.get("memory_cap_gb", cfg.get("memory_cap_gb")), st.footprint)
     guard = bool(cfg.get("process_check", True))
     A.call_loop.library(str(baselines.cache_root(st.job.get("cache_dir"))))  # compiled here: workers only load it
@@ -304,10 +309,10 @@ def check(st: Any) -> bool:
     try:
         for n, seed in enumerate(st.seeds):
             inputs = make(seed)
-            pool.fill(make, seed, slack_seed=SYSRAND.randrange(10**6, 2**31 - 10**5))
+            pool.fill(make, seed, slack_seed=SYSRAND.randrange(10**6, 2**31 - 10**5), windows=[pool.other()])
             rows = [zero]
             if st.cfg.get("poison", True) and n == 0:
-                poison = [pool.slack] * len(pool.specs)  # other valid inputs first
+                poison = [pool.offset(i, *pool.other()) for i in range(len(pool.specs))]  # other valid inputs first
                 if st.root.output_bytes > BIG_OUTPUTS or st.max_calls < 2:
                     w.run([poison])  # its own request: its outputs are freed before the seed's call
                 else:
@@ -353,7 +358,7 @@ def profile(st: Any) -> dict:
     from profilers.profile import profile_built
 
     make = input_maker(st)
-    st.pool.fill(make, 0, slack_seed=SYSRAND.randrange(10**6, 2**31 - 10**5))
+    st.pool.fill(make, 0, slack_seed=SYSRAND.randrange(10**6, 2**31 - 10**5), windows=[])
     measured = st.workers["candidate"].profile([0] * len(st.pool.specs), repeat=5)
     rep = profile_built(st.built, None, st.target, backend=st.backend, candidate=st.cand, measured=measured)
     return rep.model_dump(mode="json")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import random
 import signal
 import socket
 import struct
@@ -89,19 +90,21 @@ def _align(n: int) -> int:
 
 @dataclass
 class Pool:
-    """One memfd holding, per input, `sets` copies' room, each the input plus `slack` bytes: a call's
-    input is the window of the input's size at a 64-byte-aligned offset into one copy. Consecutive calls
-    of a timing request read different copies (as the in-process protocol rotates two input sets), so a
-    call never finds its inputs in the cache because the call before read nearly the same bytes; within a
-    copy, offsets are drawn per call, so every call of a request sees inputs at its own addresses. The
-    pool is refilled with fresh contents before every request. The judge writes (`fill`); workers map it
-    read-only."""
+    """One memfd holding, per input, `sets` copies of `windows` disjoint windows, each the input's size
+    (64-byte aligned). A call's input is one window; no two calls of a request read the same window, and
+    windows never overlap, so nothing a call reads was part of another call's input in the same request
+    (a kernel keyed by a window's address cannot compute only what an earlier call did not cover: the
+    Level-1 reduction of issue 43, 2.5x where honest is 1.1x, when windows were 64 bytes apart).
+    Consecutive calls of a timing request read different copies (as the in-process protocol rotates two
+    input sets). The windows a request reads are refilled with fresh contents before it. The judge
+    writes (`fill`); workers map it read-only."""
 
     specs: list[InputSpec]
-    slack: int
+    windows: int  # disjoint windows per copy of each input
     fd: int = -1
-    sets: int = 2  # copies per input (one: windows of one copy only, as before 2026-12-02)
+    sets: int = 2  # copies per input: consecutive calls of a request read different ones
     strides: list[int] = field(default_factory=list)  # bytes from one copy of input i to the next
+    wins: list[int] = field(default_factory=list)  # bytes from one window of input i to the next
     starts: list[int] = field(default_factory=list)
     caps: list[int] = field(default_factory=list)
     size: int = 0
@@ -113,32 +116,37 @@ class Pool:
     _req: mmap.mmap | None = None
 
     def __post_init__(self) -> None:
-        self.slack = _align(max(ALIGN, self.slack))
-        self.max_calls = max(1, min(int(self.max_calls), self.positions))
+        self.sets = max(1, int(self.sets))
+        # one copy of one window: the poison call of the check needs a second window
+        self.windows = max(2 if self.sets == 1 else 1, int(self.windows))
+        self.max_calls = max(1, min(int(self.max_calls), self.positions * self.sets))
         # the offsets of a request's calls, written by the judge before its clock starts (binary, so no
         # encoding of thousands of numbers is timed), mapped read-only by the workers
         self.req_fd = os.memfd_create("leka-requests", os.MFD_CLOEXEC)
         os.ftruncate(self.req_fd, max(8, 8 * self.max_calls * max(1, len(self.specs))))
-        self.sets = max(1, int(self.sets))
         pos = 0
         for s in self.specs:
             self.starts.append(pos)
-            stride = _align(max(s.nbytes, 1)) + self.slack
-            self.strides.append(stride)
-            self.caps.append(stride * self.sets)
-            pos += stride * self.sets
+            self.wins.append(_align(max(s.nbytes, 1)))
+            self.strides.append(self.wins[-1] * self.windows)
+            self.caps.append(self.strides[-1] * self.sets)
+            pos += self.caps[-1]
         self.size = max(pos, ALIGN)
         self.fd = os.memfd_create("leka-inputs", os.MFD_CLOEXEC)
         os.ftruncate(self.fd, self.size)
 
     @property
     def positions(self) -> int:
-        """Distinct window offsets per input within one copy."""
-        return self.slack // ALIGN + 1
+        """Disjoint windows per copy of each input."""
+        return self.windows
 
     def offset(self, i: int, copy: int, position: int) -> int:
-        """Input i's window at `position` (0 .. positions-1) of copy `copy`, as a byte offset."""
-        return (copy % self.sets) * self.strides[i] + position * ALIGN
+        """Input i's window `position` (0 .. positions-1) of copy `copy`, as a byte offset."""
+        return (copy % self.sets) * self.strides[i] + (position % self.windows) * self.wins[i]
+
+    def other(self) -> tuple[int, int]:
+        """A window other than the first (copy, position): the check's poison call reads it."""
+        return (1, 0) if self.sets > 1 else (0, 1)
 
     def map_rw(self) -> None:
         """The judge's writable mappings, made after the workers are forked (they never inherit them)."""
@@ -163,27 +171,33 @@ class Pool:
         item = np.dtype(s.dtype).itemsize
         return self.region(i)[byte_offset // item: byte_offset // item + s.numel].reshape(s.shape)
 
-    def fill(self, make: Callable[[int], Sequence[np.ndarray]], seed: int, slack_seed: int) -> None:
-        """Input i's pool from the task's own input distribution: `make(seed)`'s input i first (the
-        window at offset 0 is exactly that seed's input), then the rest of the pool drawn from the
-        values of `make(slack_seed)`'s input i (with replacement, seeded by slack_seed): a window at any
-        offset holds values of the input's distribution, and no two windows share their contents."""
+    def fill(self, make: Callable[[int], Sequence[np.ndarray]], seed: int, slack_seed: int,
+             windows: Sequence[tuple[int, int]] | None = None) -> None:
+        """Input i's pool from the task's own input distribution: the first window (copy 0, position 0)
+        is exactly `make(seed)`'s input i; every other window of `windows` (copy, position) pairs (None:
+        every window) gets values drawn from those of `make(slack_seed)`'s input i, element by element
+        with replacement (seeded by slack_seed), so that no two windows share their contents, not even
+        in blocks a kernel could key partial results on."""
         first, other = make(seed), make(slack_seed)
         rng = np.random.default_rng(slack_seed)
         self.generation += 1
+        every = [(c, p) for c in range(self.sets) for p in range(self.windows)]
+        rest = [w for w in (every if windows is None else windows) if tuple(w) != (0, 0)]
+        copies = np.array([c % self.sets for c, _ in rest], dtype=np.int64)
+        places = np.array([p % self.windows for _, p in rest], dtype=np.int64)
         for i, (a, b) in enumerate(zip(first, other, strict=True)):
-            reg = self.region(i)
-            flat = np.ascontiguousarray(a, dtype=self.specs[i].dtype).reshape(-1)
-            reg[:flat.size] = flat
-            rest = reg.size - flat.size
-            if rest > 0:
-                src = np.ascontiguousarray(b, dtype=self.specs[i].dtype).reshape(-1)
-                if src.size == 0:
-                    continue
-                if src.size >= rest:
-                    reg[flat.size:] = src[:rest]
-                else:
-                    reg[flat.size:] = src[rng.integers(0, src.size, size=rest)]
+            s = self.specs[i]
+            item = np.dtype(s.dtype).itemsize
+            grid = self.region(i).reshape(self.sets, self.windows, self.wins[i] // item)
+            grid[0, 0, :s.numel] = np.ascontiguousarray(a, dtype=s.dtype).reshape(-1)
+            src = np.ascontiguousarray(b, dtype=s.dtype).reshape(-1)
+            if not rest or src.size != s.numel:
+                continue
+            grid[copies[0], places[0], :s.numel] = src  # a second sample of the distribution, as it is
+            step = max(1, (4 << 20) // max(1, s.numel))  # windows per draw: indices of ~32 MiB at most
+            for lo in range(1, len(rest), step):
+                hi = min(len(rest), lo + step)
+                grid[copies[lo:hi], places[lo:hi], :s.numel] = src[rng.integers(0, src.size, size=(hi - lo, s.numel))]
 
     def close(self) -> None:
         if self._mm is not None:
@@ -206,6 +220,8 @@ class Pool:
 
 
 # --------------------------------------------------------------------------- the judge's handle
+_NONCES = random.SystemRandom()
+
 @dataclass
 class Calls:
     """What one request answered: per kept call, its outputs' records; `outputs[0]` is call `first`'s
@@ -257,6 +273,8 @@ class SandboxWorker:
         self.exit_note: str | None = None
         self.pool: Pool | None = None
         self.results_addr = 0  # where the worker writes its outputs' records (it says so at its start)
+        self.progress_addr = 0  # where its loop writes the request's nonce and the calls made so far
+        self.nonce = 0  # the last request's
         self.threads = 0  # threads the worker had when its filter closed (its own report)
         self.placed: dict[str, list[int]] = {}  # its threads' cores where it placed them (evaluator.sandbox_pin)
         self.device = False  # a device worker (CUDA, OpenCL): calls on uploaded slots (Served.device)
@@ -298,6 +316,10 @@ class SandboxWorker:
         raise WorkerDied(f"the {self.role}'s sandboxed worker died ({how})")
 
     def _ask(self, msg: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        # a nonce per request, drawn here: an answer that does not carry it answers another request (one
+        # the kernel sent itself, then the loop's own answer read as the next request's)
+        self.nonce = _NONCES.getrandbits(62) + 1
+        msg = {**msg, "nonce": self.nonce}
         data = json.dumps(msg, separators=(",", ":")).encode()
         frame = struct.pack("<Q", len(data)) + data  # encoded before the clock starts
         self._cont()
@@ -318,9 +340,21 @@ class SandboxWorker:
                 raise
         if not isinstance(reply, dict):
             raise WorkerDied("an answer out of protocol")
-        if failed:
+        if failed:  # the fault handler's last words carry no nonce: a failure is the candidate's either way
             raise WorkerError(str(reply["error"])[:2000], reply.get("error_kind"))
+        if reply.get("nonce") != self.nonce:
+            raise WorkerDied(f"an answer out of protocol (to another request than its {msg.get('op')!r})")
         return reply, t
+
+    def _ran(self, n: int, reply: dict[str, Any]) -> None:
+        """The calls ran: the progress its loop wrote, read from the stopped worker after the answer,
+        names this request and all n calls. The kernel can write it too; what binds the answer to the
+        calls is the check of a call drawn among all of them after the answer, before the worker runs
+        again (sandbox_timing), which a kernel that answered early fails."""
+        got = np.frombuffer(read_memory(self.pid, self.progress_addr, 16), dtype=np.int64).tolist() \
+            if self.progress_addr else None
+        if got != [self.nonce, n]:
+            raise WorkerDied(f"an answer out of protocol (its loop's progress {got!r}, not this request's {n} calls)")
 
     def _reap(self) -> None:
         try:
@@ -347,8 +381,10 @@ class SandboxWorker:
             reply, t = self._ask({"op": "run", "n": len(offsets)})
             if reply.get("calls") != len(offsets):
                 raise WorkerDied(f"an answer out of protocol ({reply.get('calls')!r} calls of {len(offsets)})")
+            self._ran(len(offsets), reply)
             return Calls(outputs=_Fetched(self, len(offsets)), seconds=t)
         reply, t = self._ask({"op": "run", "n": len(offsets)})
+        self._ran(len(offsets), reply)
         ns = reply.get("ns")
         self.worker_s = ns / 1e9 if isinstance(ns, int) and ns >= 0 else None
         n, n_out = len(offsets), self.n_outputs
@@ -485,6 +521,7 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
     w.layers = [str(x) for x in hello.get("layers", [])][:8]
     w.pool = pool
     w.results_addr = int(hello["results"]) if isinstance(hello.get("results"), int) else 0
+    w.progress_addr = int(hello["progress"]) if isinstance(hello.get("progress"), int) else 0
     w.threads = int(hello.get("threads", 0)) if isinstance(hello.get("threads"), int) else 0
     w.placed = placed_record(hello.get("placed"))
     w.device = served.device

@@ -96,14 +96,17 @@ class _Arm:
         return min([t] + [self.one(n, draw=False) for _ in range(2)])
 
     def _rows(self, n: int) -> tuple[list[list[int]], float]:
-        """Fresh pool contents, and each of n calls' inputs at its own offsets; the refill's seconds."""
+        """n calls' windows, each its own (disjoint from every other call's: `sandbox.Pool`), filled
+        with fresh contents; each call's inputs as byte offsets, and the refill's seconds."""
         pool, rng = self.st.pool, self.rng
-        t_fill = time.perf_counter()
-        pool.fill(self.make, rng.randrange(10**6, 2**31 - 10**5), slack_seed=rng.randrange(10**6, 2**31 - 10**5))
-        t_fill = time.perf_counter() - t_fill
-        per_input = [rng.sample(range(pool.positions), n) for _ in pool.specs]
         first = rng.randrange(pool.sets)  # call c reads copy first + c: consecutive calls, other bytes
-        return [[pool.offset(i, first + c, per_input[i][c]) for i in range(len(pool.specs))] for c in range(n)], t_fill
+        per_copy = [rng.sample(range(pool.positions), -(-n // pool.sets)) for _ in range(pool.sets)]
+        wins = [((first + c) % pool.sets, per_copy[(first + c) % pool.sets][c // pool.sets]) for c in range(n)]
+        t_fill = time.perf_counter()
+        pool.fill(self.make, rng.randrange(10**6, 2**31 - 10**5), slack_seed=rng.randrange(10**6, 2**31 - 10**5),
+                  windows=wins)
+        t_fill = time.perf_counter() - t_fill
+        return [[pool.offset(i, cp, p) for i in range(len(pool.specs))] for cp, p in wins], t_fill
 
     def one(self, number: int, draw: bool = True) -> float:
         n = max(1, min(int(number), self.st.max_calls))
@@ -131,11 +134,13 @@ class _Arm:
             diag.append([self.role[0], n, calls.seconds, me.worker_s, t_fill, draw,
                          [b - a for a, b in zip(f0, f1, strict=True)] if f0 and f1 else None, judge_cpu,
                          sandbox.cpus(me.pid), self.st.pool.generation, ""])
+        # the check first, before the worker runs again: a kernel that answered before its calls ran
+        # (its clock stopped early) could otherwise finish them while the judge asks for its state
+        self._check(calls, rows, n)
         if self.guard:
             changed = me.state()  # untimed, after the request; both arms alike
             if changed and self.role == "candidate":
                 raise ProcessStateChanged(changed)
-        self._check(calls, rows, n)
         fixed = self.fixed[0] if math.isfinite(self.fixed[0]) else 0.0
         # never below a tenth of the request: a fixed cost measured when the machine was quieter than now
         return max(calls.seconds - fixed, 0.1 * calls.seconds) / n

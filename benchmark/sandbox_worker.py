@@ -245,6 +245,7 @@ def main(sock: socket.socket, served: Served, pool: Any, judge: int, root_dir: s
     offsets = np.frombuffer(req, dtype=np.int64)
     results = np.zeros(RECORD * (pool.max_calls * max(1, served.n_outputs) + len(pool.specs)) + RECORD,
                        dtype=np.int64)
+    progress = np.zeros(2, dtype=np.int64)  # the request's nonce, the calls made: read by the judge
     keep = {sock.fileno()}
     _close_fds(keep)
     env_keep = {"OMP_NUM_THREADS": str(served.threads), "TVM_NUM_THREADS": str(served.threads),
@@ -274,14 +275,14 @@ def main(sock: socket.socket, served: Served, pool: Any, judge: int, root_dir: s
     threads_now = len(os.listdir("/proc/self/task"))  # its pools' threads, for the judge's record
     layers = _close_in(served, judge, root_dir, data_limit) if served.sandbox else []
     hello = {"ok": True, "layers": layers, "threads": threads_now, "results": int(results.ctypes.data),
-             "placed": placed}
+             "progress": int(progress.ctypes.data), "placed": placed}
     if served.device:
         _send(sock, {**hello, "device": True, "slots": int(served_now.slots)})
-        _serve_device(sock, served_now, guard, offsets, results)
+        _serve_device(sock, served_now, guard, offsets, results, progress)
     else:
         run, profile = served_now
         _send(sock, hello)
-        _serve(sock, run, profile, guard, offsets, results)
+        _serve(sock, run, profile, guard, offsets, results, progress)
 
 
 def _state(guard: Any) -> dict[str, Any]:
@@ -302,7 +303,8 @@ def _error(e: BaseException) -> dict[str, Any]:
 
 def _loop(sock: socket.socket, ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]], guard: Any) -> None:
     """Answer requests until `exit`: `ops[op](msg)` is the reply; `state` (the guard's report, asked
-    apart from `run` so its ~0.1 ms stays out of the timed request) and `exit` are every worker's."""
+    apart from `run` so its ~0.1 ms stays out of the timed request) and `exit` are every worker's. Every
+    answer carries its request's nonce (an answer to another request is out of protocol)."""
     ops = {**ops, "state": lambda _m: _state(guard)}
     while True:
         msg = _recv(sock)
@@ -311,18 +313,20 @@ def _loop(sock: socket.socket, ops: dict[str, Callable[[dict[str, Any]], dict[st
             os._exit(0)
         try:
             fn = ops.get(op)
-            _send(sock, fn(msg) if fn is not None else {"error": f"unknown request {op!r}"})
+            reply = fn(msg) if fn is not None else {"error": f"unknown request {op!r}"}
         except Exception as e:  # noqa: BLE001 - the candidate's runtime error, as data
-            _send(sock, _error(e))
+            reply = _error(e)
+        _send(sock, {**reply, "nonce": msg.get("nonce")})
 
 
 def _serve(sock: socket.socket, run: Callable[..., int], profile: Any, guard: Any, offsets: np.ndarray,
-           results: np.ndarray) -> None:
+           results: np.ndarray, progress: np.ndarray) -> None:
     def do_run(msg: dict[str, Any]) -> dict[str, Any]:
         # "ns": the worker's own clock around its calls, a diagnostic only (evaluator.timing_diag): the
         # candidate controls this process, so the judge never times by it
         t0 = time.perf_counter_ns()
-        got = int(run(int(msg["n"]), offsets.ctypes.data, results.ctypes.data, results.size))
+        got = int(run(int(msg["n"]), offsets.ctypes.data, results.ctypes.data, results.size,
+                      progress.ctypes.data, int(msg["nonce"])))
         return {"got": got, "ns": time.perf_counter_ns() - t0}
 
     def do_profile(msg: dict[str, Any]) -> dict[str, Any]:
@@ -332,7 +336,8 @@ def _serve(sock: socket.socket, run: Callable[..., int], profile: Any, guard: An
     _loop(sock, {"run": do_run, **({"profile": do_profile} if profile is not None else {})}, guard)
 
 
-def _serve_device(sock: socket.socket, dev: Any, guard: Any, offsets: np.ndarray, results: np.ndarray) -> None:
+def _serve_device(sock: socket.socket, dev: Any, guard: Any, offsets: np.ndarray, results: np.ndarray,
+                  progress: np.ndarray) -> None:
     """The device worker's requests: `upload` (the pool's windows into the slots, untimed), `run` (the
     timed calls, slot c for call c), `fetch` / `inputs` (host copies, read by the judge), `state`,
     `profile`."""
@@ -347,7 +352,10 @@ def _serve_device(sock: socket.socket, dev: Any, guard: Any, offsets: np.ndarray
         n = int(msg["n"])
         if not 1 <= n <= dev.slots:
             raise ValueError(f"{n} calls, over the {dev.slots} slots")
-        return {"calls": int(dev.run(n, int(order.ctypes.data)))}
+        progress[:] = (int(msg["nonce"]), 0)
+        calls = int(dev.run(n, int(order.ctypes.data)))
+        progress[1] = calls
+        return {"calls": calls}
 
     def profile(msg: dict[str, Any]) -> dict[str, Any]:
         rows, total = dev.profile(int(msg.get("slot", 0)), int(msg.get("repeat", 5)))

@@ -289,7 +289,7 @@ def test_worker_protocol_rejects_malformed_answers():
             raise sandbox.WorkerDied("reaped")
 
     a, b = socket.socketpair()
-    pool = sandbox.Pool([sandbox.InputSpec((4,), "float32")], 256, max_calls=2)
+    pool = sandbox.Pool([sandbox.InputSpec((4,), "float32")], 4, max_calls=2)
     pool.map_rw()
     w = Unstarted(pid=0, sock=a, role="candidate", n_outputs=1, layers=[])
     w.pool = pool
@@ -320,12 +320,12 @@ def test_worker_jail_and_outputs_read_in_pieces(monkeypatch, tmp_path):
     secret = tmp_path / "secret"
     secret.write_text("x")
     specs = [sandbox.InputSpec((1024,), "float32")]
-    pool = sandbox.Pool(specs, 4096, max_calls=8)
+    pool = sandbox.Pool(specs, 4, max_calls=8)
 
     def setup(buf, pool):
         held: list = []
 
-        def run(n, offs_addr, res_addr, cap):
+        def run(n, offs_addr, res_addr, cap, progress_addr, nonce):
             offs = np.ctypeslib.as_array((ctypes.c_int64 * n).from_address(offs_addr))
             res = np.ctypeslib.as_array((ctypes.c_int64 * cap).from_address(res_addr))
             held.clear()
@@ -340,6 +340,7 @@ def test_worker_jail_and_outputs_read_in_pieces(monkeypatch, tmp_path):
                 held.append(y)
                 rec = [y.ctypes.data, y.nbytes, sandbox.dtype_code(y.dtype), 1, 1024] + [0] * 7
                 res[sandbox.RECORD * c: sandbox.RECORD * (c + 1)] = rec
+            np.ctypeslib.as_array((ctypes.c_int64 * 2).from_address(progress_addr))[:] = (nonce, n)
             return sandbox.RECORD * n
 
         return run, None
@@ -350,8 +351,8 @@ def test_worker_jail_and_outputs_read_in_pieces(monkeypatch, tmp_path):
         assert "seccomp" in w.layers, w.layers
         pool.map_rw()
         pool.fill(lambda s: [np.random.default_rng(s).standard_normal(1024).astype(np.float32)], 3, slack_seed=9)
-        calls = w.run([[0], [64]])
-        ref = pool.window(0, 64) * 2
+        calls = w.run([[0], [pool.offset(0, 1, 0)]])
+        ref = pool.window(0, pool.offset(0, 1, 0)) * 2
         assert isolated.compare_remote(w, calls.outputs[1], [ref.copy()], 1e-6, 1e-6)[0] is None
         monkeypatch.setattr(isolated, "BIG_OUTPUTS", 0)
         monkeypatch.setattr(isolated, "PIECE", 1000)  # 250 floats a piece
@@ -439,10 +440,10 @@ import numpy as np
 from benchmark import sandbox
 
 specs = [sandbox.InputSpec((16,), "float32")]
-pool = sandbox.Pool(specs, 4096, max_calls=2)
+pool = sandbox.Pool(specs, 4, max_calls=2)
 
 def setup(buf, pool):
-    def run(n, offs_addr, res_addr, cap):
+    def run(n, offs_addr, res_addr, cap, progress_addr, nonce):
         return 0
     return run, None
 

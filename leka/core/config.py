@@ -86,17 +86,22 @@ class EvaluatorConfig(_Section):
     # issue 26: the candidate runs in a sandboxed worker process (benchmark/sandbox.py; llvm); the judge
     # keeps inputs, references, clock and verdict. False: the candidate runs in the evaluation process
     sandbox: bool = True
-    sandbox_slack_kib: int = Field(256, ge=1)  # per input: room for distinct window offsets (64 B apart)
+    # the input pool's budget: a window per call, no two of a request overlapping (issue 43), each request
+    # refilling the windows it reads; with sandbox_output_mib, what a request touches stays within the
+    # last-level cache (64 MiB of outputs did not: bench_eval_integrity.md, seventh measurement)
+    sandbox_pool_mib: int = Field(8, ge=1)
     sandbox_input_sets: int = Field(2, ge=1)  # copies of each input in the pool: consecutive calls read other bytes
-    sandbox_output_mib: int = Field(64, ge=1)  # outputs one timing request may hold (bounds its calls)
-    # the calls of a timing request whose outputs the worker keeps for the check: 0 keeps every call's
-    # (the call count drawn from 3/4 of the plan to all of it); N keeps the last N, a ring (each call
-    # writes a warm buffer; the count is then drawn memoryless, so no call is safe to skip). 3 is the
-    # default since the seventh measurement (experiments/results/bench_eval_integrity.md, 2026-12-04):
-    # with every call's outputs kept, a request of a fast kernel writes tens of MiB of fresh pages, past
-    # the last-level cache, and honest answers read 0.65-0.92x of their in-process speed (the worker's
-    # own clock agrees); with the ring 0.88-1.00x, and A-vs-A side by side 20/23 against 19/23
-    sandbox_hold: int = Field(3, ge=0)
+    sandbox_output_mib: int = Field(8, ge=1)  # outputs one timing request may hold (bounds its calls)
+    # the calls of a timing request whose outputs the worker keeps for the check: 0 keeps every call's,
+    # and the call the judge checks is drawn among all of them after the answer. N keeps the last N, a
+    # ring (each call writes a warm buffer); but the worker's loop holds the request's call count and
+    # each call's index a frame or two above the kernel, where a kernel reads them, so with a ring it
+    # knows which calls can be checked and computes only those (issue 43: 798x where honest is 10x):
+    # N > 0 is for diagnostics, never a verdict. 3 was the default from the seventh measurement
+    # (bench_eval_integrity.md: with 64 MiB of kept outputs honest answers read 0.65-0.92x of their
+    # in-process speed, with the ring 0.88-1.00x); the outputs a request keeps are bounded by
+    # sandbox_output_mib (8) instead, within the last-level cache
+    sandbox_hold: int = Field(0, ge=0)
     # a sampled request of more than one planned call is preceded by one untimed call (on the pool's
     # previous contents: the fill the timed calls read comes after it). The drawn call counts make many
     # requests short, and a request's first call, after the other arm's, finds the caches and the thread

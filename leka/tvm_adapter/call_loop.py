@@ -162,9 +162,12 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_install_input_guard(void*, const TVM
   TVM_FFI_SAFE_CALL_END();
 }
 
-// make_window_loop(f, hold, proto_0, proto_1, ...) -> loop(number, offsets_addr, results_addr, results_cap)
+// make_window_loop(f, hold, proto_0, proto_1, ...) -> loop(number, offsets_addr, results_addr, results_cap,
+// progress_addr, nonce)
 // offsets: int64[number * n_inputs] byte offsets from each prototype's data; results: a kRecord-int64
 // record of every output of the last min(hold, number) calls (hold 0: of every call), in call order;
+// progress: int64[2], the request's nonce and the calls made so far, written after every call (the
+// judge reads it after the answer: an answer the kernel sent itself does not say the calls ran);
 // returns the int64 count written. The outputs of a call that left the ring go back to the allocator
 // at once, so the next calls write buffers that are warm, as a model's memory plan reuses them.
 extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_window_loop(void*, const TVMFFIAny* args, int32_t num_args,
@@ -179,11 +182,14 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_window_loop(void*, const TVMFFI
   for (int32_t i = 2; i < num_args; ++i) protos->push_back(a[i].cast<ffi::Tensor>());
   auto held = std::make_shared<std::vector<ffi::Any>>();
   ffi::Function loop = ffi::Function::FromPacked([=](ffi::PackedArgs pa, ffi::Any* rv) {
-    TVM_FFI_ICHECK_EQ(pa.size(), 4) << "loop(number, offsets_addr, results_addr, results_cap)";
+    TVM_FFI_ICHECK_EQ(pa.size(), 6) << "loop(number, offsets_addr, results_addr, results_cap, progress_addr, nonce)";
     const int64_t number = pa[0].cast<int64_t>();
     const int64_t* offsets = reinterpret_cast<const int64_t*>(pa[1].cast<int64_t>());
     int64_t* results = reinterpret_cast<int64_t*>(pa[2].cast<int64_t>());
     const int64_t cap = pa[3].cast<int64_t>();
+    volatile int64_t* progress = reinterpret_cast<volatile int64_t*>(pa[4].cast<int64_t>());
+    progress[0] = pa[5].cast<int64_t>();
+    progress[1] = 0;
     const size_t k = protos->size();
     held->clear();  // the previous request's outputs go back to the allocator
     const size_t ring = hold > 0 ? static_cast<size_t>(std::min(hold, std::max<int64_t>(number, 1)))
@@ -205,6 +211,7 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_window_loop(void*, const TVMFFI
       f.CallPacked(argv.data(), static_cast<int32_t>(k), &out);
       (*held)[pos] = std::move(out);
       pos = (pos + 1 == ring) ? 0 : pos + 1;
+      progress[1] = i + 1;
     }
     std::vector<int64_t> flat;
     const size_t kept = static_cast<size_t>(std::min<int64_t>(number, static_cast<int64_t>(ring)));
@@ -366,18 +373,22 @@ def install_input_guard(lo: int, hi: int, fd: int, cache_dir: str | os.PathLike 
 
 def window_loop(f: Callable[..., Any], protos: Sequence[Any], cache_dir: str | os.PathLike | None = None,
                 hold: int = 0):
-    """`run(number, offsets_addr, results_addr, results_cap) -> int64s written`: `number` calls of the
+    """`run(number, offsets_addr, results_addr, results_cap, progress_addr, nonce) -> int64s written`:
+    `number` calls of the
     TVM function `f` in C++, call i on views of `protos` (tensors over the input pools) shifted by the
     byte offsets `offsets[i * len(protos) + j]`; the outputs of the last `hold` calls (0: of every call)
     stay alive until the next run, and the record of each (address, bytes, dtype, shape) is written to
-    `results` in call order (benchmark/sandbox.py)."""
+    `results` in call order; `progress` (two int64s) holds the nonce and the calls made so far
+    (benchmark/sandbox.py)."""
     make = _factory(cache_dir, "make_window_loop")
     keep = list(protos)  # the views' pools outlive the loop's raw pointers into them
     loop = make(f, int(hold), *keep)
 
-    def run(number: int, offsets_addr: int, results_addr: int, results_cap: int) -> int:
+    def run(number: int, offsets_addr: int, results_addr: int, results_cap: int, progress_addr: int,
+            nonce: int) -> int:
         run.keep = keep  # type: ignore[attr-defined]
-        return int(loop(int(number), int(offsets_addr), int(results_addr), int(results_cap)))
+        return int(loop(int(number), int(offsets_addr), int(results_addr), int(results_cap), int(progress_addr),
+                        int(nonce)))
 
     return run
 
