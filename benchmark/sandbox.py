@@ -20,9 +20,11 @@ writes is read as a verdict: its answers are JSON checked field by field, and a 
 answers out of protocol has crashed.
 
 A request is a list of calls, each with its own byte offset into every input's pool: the worker's C++
-loop (leka/tvm_adapter/call_loop.py `window_loop`) makes the calls and keeps the outputs of the last
-`Served.hold` calls (or of every call) alive until the next request, so the judge can read any of them
-afterwards, chosen after the worker answered.
+loop (leka/tvm_adapter/call_loop.py `window_loop`) makes the calls and keeps the outputs of every call
+(or, for diagnostics, of the last `Served.hold`) alive until the next request, so the judge can read
+any of them afterwards, chosen after the worker answered. The kernel can write the control socket, so
+an answer is bound to its request by a nonce and to its calls by the loop's progress, read back from
+the stopped worker (and, in the end, by the check of a call drawn after the answer).
 
 No tvm import here (the adapter does it). Linux only; the seccomp layer needs libseccomp.so.2.
 """

@@ -1,15 +1,17 @@
 """The sandboxed protocol's paired timing (benchmark/isolated.py sets the workers up and checks): each
 arm's samples are requests to its worker, and each request is checked after it.
 
-- Before every request the pool gets fresh contents (new seeds of the task's own input distribution)
-  and every call of a request its own window offsets (distinct within the request).
-- The worker keeps every call's outputs (or, with `sandbox_hold` N > 0, the last N calls', a ring);
-  the number of calls is drawn around the planned `number` (memoryless with a ring: `draw_calls`).
+- Every call of a request reads its own windows, none overlapping another's (benchmark/sandbox_pool.py),
+  refilled with fresh contents before the request.
+- The worker keeps every call's outputs (`sandbox_hold` 0; N > 0, a ring of the last N, is for
+  diagnostics: a kernel reads the loop's call count from its frames and computes only the kept calls);
+  the number of calls is drawn around the planned `number`.
 - A request of more than one planned call follows one untimed call on the pool's previous contents
   (`sandbox_warm_call`): a request's first call after the other arm's finds the machine cold, and the
   drawn counts make short requests common.
-- After the answer one kept call, drawn at random, is checked: its output against the other arm's on
-  the same inputs (an untimed one-call request to the other worker), at twice the task's tolerance.
+- After the answer (its nonce and the loop's progress checked: benchmark/sandbox.py) one call, drawn
+  among all those kept, is checked before the worker runs again: its output against the other arm's
+  on the same inputs (an untimed one-call request to the other worker), at twice the task's tolerance.
 - The clock is the judge's, around the request (less, with a ring, the fastest empty request's cost).
   Both arms go through exactly this path, so whatever it costs, both pay it.
 
