@@ -196,9 +196,11 @@ def start(st: Any) -> None:
         max_calls = min(DEVICE_SLOTS, int(cfg.get("sandbox_device_mib", 512)) * 2**20 // max(1, per_call))
     sets = max(1, int(cfg.get("sandbox_input_sets", 2)))
     # a window per call, disjoint: as many as the calls can use, within the pool's budget (each request
-    # refills the windows it reads, and they should stay in the last-level cache with the outputs)
+    # refills the windows it reads, and on the CPU they should stay in the last-level cache with the
+    # outputs; on a device they are uploaded into slots, bounded by sandbox_device_mib already)
     per_window = sum(sandbox._align(max(s.nbytes, 1)) for s in specs) or 1
-    windows = max(1, min(-(-max(1, max_calls) // sets), int(cfg.get("sandbox_pool_mib", 8)) * 2**20 // (sets * per_window)))
+    budget = int(cfg.get("sandbox_device_mib", 512) if device else cfg.get("sandbox_pool_mib", 8)) * 2**20
+    windows = max(1, min(-(-max(1, max_calls) // sets), budget // (sets * per_window)))
     st.pool = pool = sandbox.Pool(specs, windows, max_calls=max(1, max_calls), sets=sets)
     cap, _ = memory.cap_bytes(st.job.get("memory_cap_gb", cfg.get("memory_cap_gb")), st.footprint)
     guard = bool(cfg.get("process_check", True))

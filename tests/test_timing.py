@@ -233,7 +233,8 @@ def test_the_noise_floor_times_the_baseline_against_itself():
 def test_sandbox_loop_keeps_the_last_calls_outputs(vm, loop_cache):
     """The sandboxed worker's window loop (run here in-process, over a pool like the worker's): with a
     ring of `hold`, the records are those of the last `hold` calls, in call order, and each holds its
-    own call's result; hold 0 keeps every call's."""
+    own call's result; hold 0 keeps every call's. The progress it leaves names the request's nonce
+    and all its calls."""
     import ctypes
     import mmap
 
@@ -243,10 +244,12 @@ def test_sandbox_loop_keeps_the_last_calls_outputs(vm, loop_cache):
     buf[:] = b"".join(x[0].tobytes() for x in inputs)
     results = np.zeros(12 * 16, dtype=np.int64)
     offsets = np.array([(c % 3) * nbytes for c in range(7)], dtype=np.int64)
+    progress = np.zeros(2, dtype=np.int64)
     for hold, kept in ((3, [4, 5, 6]), (0, list(range(7))), (10, list(range(7)))):
         run, _ = A.sandbox_runner(runner, buf, [0], [(inputs[0][0].shape, "float32")], loop_cache, hold=hold)
-        got = run(7, offsets.ctypes.data, results.ctypes.data, results.size)
+        got = run(7, offsets.ctypes.data, results.ctypes.data, results.size, progress.ctypes.data, 1234 + hold)
         assert got == 12 * len(kept), (hold, got)
+        assert progress.tolist() == [1234 + hold, 7], progress
         for r, c in zip(results[:got].reshape(-1, 12), kept, strict=True):
             out = np.ctypeslib.as_array((ctypes.c_float * (int(r[1]) // 4)).from_address(int(r[0])))
             np.testing.assert_allclose(out.reshape(refs[0].shape), refs[c % 3], rtol=1e-5, atol=1e-5)

@@ -56,9 +56,12 @@ def _protocol(refill: bool, positions: bool) -> None:
             pool.fill(self.make, rng.randrange(10**6, 2**31 - 10**5), slack_seed=rng.randrange(10**6, 2**31 - 10**5))
             filled.add(id(pool))
         t = time.perf_counter() - t
-        per_input = [rng.sample(range(pool.positions), n) if positions else [0] * n for _ in pool.specs]
+        # a copy's windows are disjoint (benchmark/sandbox_pool.py): calls on one copy take distinct ones
+        per_input = [rng.sample(range(pool.positions), -(-n // pool.sets)) if positions else [0] * n
+                     for _ in pool.specs]
         first = rng.randrange(pool.sets)
-        return [[pool.offset(i, first + c, per_input[i][c]) for i in range(len(pool.specs))] for c in range(n)], t
+        return [[pool.offset(i, first + c, per_input[i][c // pool.sets if positions else c])
+                 for i in range(len(pool.specs))] for c in range(n)], t
 
     T._Arm._rows = rows
 
