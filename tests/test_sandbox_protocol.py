@@ -125,7 +125,7 @@ def _ev(tmp_path, **over) -> Evaluator:
 
 def test_a_kernel_that_reads_the_loop_for_the_call_count_gains_nothing(task, root, tmp_path):
     # on the protocol before (a ring of 3), measured side by side on a loaded machine: 17x the honest
-    # kernel's speedup (0.158x against 0.0093x)
+    # kernel's speedup (0.158x against 0.0093x); now it finds the count and is caught (stale_output)
     ev = _ev(tmp_path)
     honest = ev.evaluate(task, l2_candidate(task, root, HONEST, "proto_honest", reps=200))
     assert honest.correct and honest.speedup, (honest.error_kind, honest.error)
@@ -140,9 +140,8 @@ def test_a_kernel_that_reads_the_loop_for_the_call_count_gains_nothing(task, roo
 def test_no_two_calls_of_a_request_share_input_bytes(task, root, tmp_path):
     # SHARES marks its output wherever it skipped a block an earlier call of its request had read, so
     # that it passes only where it did every block's work (no gain over HONEST by construction). On the
-    # protocol before, with 4 KiB of window offsets (the 256 KiB default spreads a 1 KiB input's windows
-    # too thin for the tiny task; the Level-1 reduction's inputs overlapped far more), it read 7.8x the
-    # honest kernel's speedup, unmarked
+    # protocol before, windows 64 bytes apart, the probe fired (stale_output, default settings), and
+    # unmarked, with 4 KiB of window offsets, it read 7.8x the honest kernel's speedup
     res = _ev(tmp_path).evaluate(task, l2_candidate(task, root, SHARES, "proto_shares", reps=50))
     assert res.correct and res.speedup, (res.error_kind, res.error)
 
