@@ -63,8 +63,10 @@ from benchmark.sandbox_wire import (  # noqa: F401 - the sandbox's names, re-exp
     cpus,
     dtype_code,
     faults,
+    jail_dir,
     placed_record,
     read_memory,
+    remove_jail_dir,
 )
 
 
@@ -435,7 +437,7 @@ class SandboxWorker:
 def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) -> SandboxWorker:
     """Fork a worker (call before the judge maps the pool writable or starts threads of its own)."""
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    root_dir = _empty_dir() if served.sandbox else None
+    root_dir = jail_dir(served.l2_libs) if served.sandbox else None
     judge = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -473,11 +475,7 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
         raise
     finally:
         parent.settimeout(None)
-        if root_dir:
-            try:
-                os.rmdir(root_dir)
-            except OSError:
-                pass
+        remove_jail_dir(root_dir)
     if hello.get("error"):
         w._stopped = True
         w.close()
@@ -491,11 +489,3 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
     w.hold = 0 if served.device else max(0, int(served.hold))
     w._stop()
     return w
-
-
-def _empty_dir() -> str | None:
-    import tempfile
-
-    d = tempfile.mkdtemp(prefix="leka-jail-")
-    os.chmod(d, 0o555)
-    return d

@@ -11,7 +11,7 @@ import os
 import socket
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +173,9 @@ class Served:
     hold: int = 0
     # the worker's compute threads placed one core each after its pools are made (sandbox_worker.place_threads)
     pin: bool = False
+    # the candidate's sealed L2 libraries: loaded by the worker itself, under leka.core.confine's
+    # filter (no exec, socket, file write), never by the judge (their load-time code would run there)
+    l2_libs: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- the worker seen from /proc
@@ -200,3 +203,24 @@ def placed_record(placed: Any) -> dict[str, list[int]]:
         return {}
     return {str(k)[:12]: [int(c) for c in v][:4] for k, v in list(placed.items())[:16]
             if isinstance(v, list) and all(isinstance(c, int) for c in v)}
+
+
+def jail_dir(libs: Sequence[str] = ()) -> str:
+    """A sandboxed worker's root (made by the judge): empty but for the candidate's sealed L2 libraries,
+    which the worker loads in there (benchmark/sandbox_worker.py `_late_l2`)."""
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="leka-jail-")
+    for so in libs:
+        shutil.copyfile(so, os.path.join(d, os.path.basename(so)))
+    os.chmod(d, 0o555)
+    return d
+
+
+def remove_jail_dir(d: str | None) -> None:
+    import shutil
+
+    if d:
+        os.chmod(d, 0o700)
+        shutil.rmtree(d, ignore_errors=True)

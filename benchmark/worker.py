@@ -207,7 +207,9 @@ def build(st: JobState) -> bool:
         # OpenCL: checks and timing hold the device alone too (the same lock, LEKA_GPU_LOCK), so
         # evaluations side by side (a grid, the H200 A/A) never time each other's kernels; builds overlap
         gpu_timing.hold_gpu_lock()
-    if not device_worker:
+    if not st.sandboxed:
+        ir.load_l2(st.built)  # sandbox off: the candidate runs here, by the user's choice
+    if not device_worker and not (st.sandboxed and st.built.l2_libs):  # else the worker makes its VM
         st.runner = A.VMRunner(st.built.executable, A.device_for(st.backend),
                                memory_cfg=None if st.sandboxed else st.plan.memory_cfg)
     if st.sandboxed:
