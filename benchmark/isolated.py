@@ -217,6 +217,8 @@ def start(st: Any) -> None:
     cand_served = (served(st.built.executable) if device
                    else _vm_served(st, st.runner, specs, guard, libs=st.built.l2_libs))
     st.workers["candidate"] = sandbox.start(cand_served, pool, "candidate", data_limit=cap)
+    deadline = (float(cfg.get("sandbox_request_floor_s", 20.0)), float(cfg.get("sandbox_request_factor", 10.0)))
+    st.workers["candidate"].deadline.floor_s, st.workers["candidate"].deadline.factor = deadline
     if st.job.get("time") and st.job.get("baseline"):
         kind = st.job["baseline"]
         if kind in ("untuned", "tuned"):
@@ -231,6 +233,7 @@ def start(st: Any) -> None:
             prepared = st.base_prep.result() if st.base_prep is not None else None
             base_served = _py_served(st, kind, specs, prepared)
         st.workers["baseline"] = sandbox.start(base_served, pool, "baseline", data_limit=cap)
+        st.workers["baseline"].deadline.floor_s, st.workers["baseline"].deadline.factor = deadline
     pool.map_rw()
     import torch
 
@@ -253,8 +256,13 @@ def outputs_like(st: Any) -> list[tuple[tuple[int, ...], str]]:
     return [(tuple(s), str(d)) for s, d in st.root.outputs]
 
 
+STEP_OF = {"timing": "time_step", "profile": "profile_export"}  # else a seed's: the check
+
+
 def fail(st: Any, e: BaseException, where: str) -> bool:
-    if isinstance(e, sandbox.WorkerError) and e.kind:
+    if isinstance(e, sandbox.WorkerTimeout):
+        _err(st.res, "timeout", f"{where}: {e}, during the {STEP_OF.get(where, 'check')} step")
+    elif isinstance(e, sandbox.WorkerError) and e.kind:
         _err(st.res, e.kind, f"{where}: {e}")
     elif isinstance(e, sandbox.WorkerError) and OOM.search(str(e)):
         _err(st.res, "oom", f"{where}: the candidate's worker could not allocate within the memory cap, "

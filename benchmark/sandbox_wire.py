@@ -26,6 +26,10 @@ class WorkerDied(RuntimeError):
     """The worker ended (or broke the protocol) before answering: the candidate crashed."""
 
 
+class WorkerTimeout(WorkerDied):
+    """The worker did not answer a request within its deadline (`Deadline`) and was killed."""
+
+
 class WorkerError(RuntimeError):
     """The worker answered with an error raised by the code it runs (a runtime error of the candidate);
     `kind` is an error_kind the worker named (input_mutated: its fault handler saw a write into the pool)."""
@@ -62,6 +66,35 @@ class Out:
     shape: tuple[int, ...]
 
 
+def _outs(raw: list[int]) -> list[Out]:
+    """RECORD-int64 records as Outs (untrusted: checked against the reference's shapes later)."""
+    row = []
+    for k in range(len(raw) // RECORD):
+        r = raw[RECORD * k: RECORD * (k + 1)]
+        ndim = min(max(r[3], 0), 8)
+        row.append(Out(addr=r[0], nbytes=r[1], dtype=_dtype_name(r[2]), shape=tuple(r[4:4 + ndim])))
+    return row
+
+
+class _Fetched(Sequence):
+    """A device request's calls: call j's outputs are copied to the host when asked for (one at a time:
+    a fetch frees the one before)."""
+
+    def __init__(self, w: Any, n: int):  # a sandbox.SandboxWorker
+        self.w, self.n = w, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, j):  # type: ignore[override]
+        if isinstance(j, slice):
+            raise TypeError("a device request's calls are fetched one at a time")
+        j = j + self.n if j < 0 else j
+        if not 0 <= j < self.n:
+            raise IndexError(j)
+        return self.w.fetch(j)
+
+
 # --------------------------------------------------------------------------- framing (JSON only)
 def _send(sock: socket.socket, obj: Any) -> None:
     data = json.dumps(obj, separators=(",", ":")).encode()
@@ -76,6 +109,38 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
             raise WorkerDied("the control channel closed")
         buf += chunk
     return bytes(buf)
+
+
+@dataclass
+class Deadline:
+    """How long the judge waits for a worker's answer (issue 43): without a bound of its own a worker that
+    never answered held the judge for the evaluation's whole `timeout_s` (600 s). A request of n calls
+    gets `floor_s + factor * n * per_call`, per_call the slowest per-call time this worker's earlier
+    requests took (a first call's one-time costs included: the bound only grows); a request of no call
+    (state, upload, fetch) the floor. Before any call was measured a request of calls is bounded by the
+    evaluation's timeout alone: an honest first call may be slow, and nothing says how slow."""
+
+    floor_s: float = 20.0  # evaluator.sandbox_request_floor_s
+    factor: float = 10.0  # evaluator.sandbox_request_factor
+    per_call: float | None = None
+
+    @staticmethod
+    def calls(msg: dict[str, Any]) -> int:
+        op = msg.get("op")
+        if op == "run":
+            return max(0, int(msg.get("n", 0)))
+        return int(msg.get("repeat", 0)) + 1 if op == "profile" else 0
+
+    def limit(self, msg: dict[str, Any]) -> float | None:
+        n = self.calls(msg)
+        if n and self.per_call is None:
+            return None
+        return self.floor_s + self.factor * n * (self.per_call or 0.0)
+
+    def seen(self, msg: dict[str, Any], seconds: float) -> None:
+        n = self.calls(msg) if msg.get("op") == "run" else 0
+        if n:
+            self.per_call = max(self.per_call or 0.0, seconds / n)
 
 
 MAX_MESSAGE = 64 << 20

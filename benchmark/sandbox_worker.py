@@ -46,9 +46,9 @@ def _close_fds(keep: set[int]) -> None:
                 pass
 
 
-def _vm_data_bytes() -> int:
+def _vm_bytes(field: str = "VmData") -> int:
     for line in open("/proc/self/status"):
-        if line.startswith("VmData:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
     return 0
 
@@ -85,7 +85,9 @@ def _jail(root_dir: str | None) -> list[str]:
     return layers
 
 
-def _limits(data_limit: int | None) -> None:
+def _limits(data_limit: int | None, address_space: bool = True) -> None:
+    """No file written, no core, nothing locked; the data segment and (`address_space`) the whole
+    address space bounded by the memory cap above what the worker holds now, after its warm-up."""
     import resource
 
     for lim, val in ((resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0), (resource.RLIMIT_MEMLOCK, 0)):
@@ -95,8 +97,18 @@ def _limits(data_limit: int | None) -> None:
             pass
     if data_limit:
         try:
-            cur = _vm_data_bytes()
+            cur = _vm_bytes()
             resource.setrlimit(resource.RLIMIT_DATA, (cur + data_limit, cur + data_limit))
+        except (ValueError, OSError):
+            pass
+    if data_limit and address_space:
+        # RLIMIT_DATA does not count shared mappings: MAP_SHARED|MAP_ANONYMOUS memory went past a 2 GiB
+        # cap to 3.4 GiB before the runner's once-a-second poll saw it (issue 43). The address space
+        # counts every mapping; measured now, its thread stacks and the pool are in it already. Not on a
+        # device: its driver reserves address space as it goes (CUDA's unified memory)
+        try:
+            cur = _vm_bytes("VmSize")
+            resource.setrlimit(resource.RLIMIT_AS, (cur + data_limit, cur + data_limit))
         except (ValueError, OSError):
             pass
 
@@ -220,7 +232,7 @@ def _close_in(served: Served, judge: int, root_dir: str | None, data_limit: int 
     if _seccomp_lib is None:
         raise RuntimeError(f"no seccomp filter can be made here ({_SECCOMP_MISSING}): install libseccomp2 "
                            "and pyseccomp, or set evaluator.sandbox=false to run candidates unsandboxed")
-    _limits(data_limit)
+    _limits(data_limit, address_space=not served.device)
     layers = _jail(root_dir)
     # a change of credentials (uid nobody, a user namespace) clears the parent-death signal
     # (prctl(2)): armed again, or a worker stopped between requests outlived a killed judge, stopped

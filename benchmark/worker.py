@@ -356,6 +356,8 @@ def profile_export(st: JobState) -> bool:
     if job.get("profile") and st.sandboxed:
         try:
             st.profile = isolated.profile(st)
+        except sandbox.WorkerTimeout as e:  # advice, but the worker it killed was the candidate's
+            return isolated.fail(st, e, "profile")
         except Exception as e:  # noqa: BLE001 - a profile is advice; its failure is noted
             st.profile = {"error": _short(e)}
     elif job.get("profile"):
