@@ -99,15 +99,20 @@ def _hold(st: Any) -> int:
     return max(0, int(st.cfg.get("sandbox_hold", 0)))
 
 
-def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool) -> sandbox.Served:
+def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool, libs: list[str] = ()) -> sandbox.Served:
+    """`runner` None: the candidate's VM is made in the worker, after it loaded the L2 `libs`."""
     shapes = [(s.shape, s.dtype) for s in specs]
     cache = str(baselines.cache_root(st.job.get("cache_dir")))
     threads = int(st.job.get("threads", 2))
     hold = _hold(st)
+    ex, dev = st.built.executable, A.device_for(st.backend)
     return sandbox.Served(
-        setup=lambda buf, pool: A.sandbox_runner(runner, buf, pool.starts, shapes, cache, hold=hold),
+        setup=lambda buf, pool: A.sandbox_runner(runner if runner is not None else A.VMRunner(ex, dev), buf,
+                                                 pool.starts, shapes, cache, hold=hold),
+        l2_libs=list(libs),
         n_outputs=len(st.root.outputs), threads=threads, sandbox=True, guard=guard, hold=hold,
-        warm=lambda: A.start_thread_pool(threads), pin=bool(st.cfg.get("sandbox_pin", True)),
+        warm=lambda: (A.start_thread_pool(threads), A.call_loop.preload(cache)),
+        pin=bool(st.cfg.get("sandbox_pin", True)),
         guard_inputs=lambda lo, hi, fd: A.call_loop.install_input_guard(lo, hi, fd, cache))
 
 
@@ -216,8 +221,11 @@ def start(st: Any) -> None:
                                   "were forked, so they cannot use it (a CUDA call in the build or the import?); "
                                   "evaluator.sandbox=false runs the candidate in the evaluation process instead")
     st.workers = {}
-    st.workers["candidate"] = sandbox.start(served(st.built.executable if device else st.runner), pool,
-                                            "candidate", data_limit=cap)
+    cand_served = (served(st.built.executable) if device
+                   else _vm_served(st, st.runner, specs, guard, libs=st.built.l2_libs))
+    st.workers["candidate"] = sandbox.start(cand_served, pool, "candidate", data_limit=cap)
+    deadline = (float(cfg.get("sandbox_request_floor_s", 20.0)), float(cfg.get("sandbox_request_factor", 10.0)))
+    st.workers["candidate"].deadline.floor_s, st.workers["candidate"].deadline.factor = deadline
     if st.job.get("time") and st.job.get("baseline"):
         kind = st.job["baseline"]
         if kind in ("untuned", "tuned"):
@@ -232,6 +240,7 @@ def start(st: Any) -> None:
             prepared = st.base_prep.result() if st.base_prep is not None else None
             base_served = _py_served(st, kind, specs, prepared)
         st.workers["baseline"] = sandbox.start(base_served, pool, "baseline", data_limit=cap)
+        st.workers["baseline"].deadline.floor_s, st.workers["baseline"].deadline.factor = deadline
     pool.map_rw()
     import torch
 
@@ -254,8 +263,13 @@ def outputs_like(st: Any) -> list[tuple[tuple[int, ...], str]]:
     return [(tuple(s), str(d)) for s, d in st.root.outputs]
 
 
+STEP_OF = {"timing": "time_step", "profile": "profile_export"}  # else a seed's: the check
+
+
 def fail(st: Any, e: BaseException, where: str) -> bool:
-    if isinstance(e, sandbox.WorkerError) and e.kind:
+    if isinstance(e, sandbox.WorkerTimeout):
+        _err(st.res, "timeout", f"{where}: {e}, during the {STEP_OF.get(where, 'check')} step")
+    elif isinstance(e, sandbox.WorkerError) and e.kind:
         _err(st.res, e.kind, f"{where}: {e}")
     elif isinstance(e, sandbox.WorkerError) and OOM.search(str(e)):
         _err(st.res, "oom", f"{where}: the candidate's worker could not allocate within the memory cap, "

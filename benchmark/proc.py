@@ -8,6 +8,9 @@ a sandboxed worker):
   The forkserver exits on EOF of that pipe, so while a child held it, a killed `leka` left forkserver
   and child waiting on each other (the evaluation that ran on for 34 minutes); closed, leka's death
   ends the forkserver, and its death the child.
+- `become_subreaper()` / `kill_descendants()`: the evaluation child adopts what its descendants
+  orphan (a double fork, a `setsid`) and kills everything under it before it exits, also when it
+  ends normally; the runner kills what is under it when it kills it (leka/core/proc.py).
 No tvm.
 """
 
@@ -15,9 +18,9 @@ from __future__ import annotations
 
 import os
 
-from leka.core.proc import die_with_parent
+from leka.core.proc import become_subreaper, die_with_parent, kill_descendants
 
-__all__ = ["die_with_parent", "leave_forkserver"]
+__all__ = ["become_subreaper", "die_with_parent", "kill_descendants", "leave_forkserver"]
 
 
 def leave_forkserver() -> None:

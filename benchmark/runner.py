@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 import psutil
 
 from benchmark import memory, refs, slots
-from benchmark.proc import die_with_parent, leave_forkserver
+from benchmark.proc import become_subreaper, die_with_parent, kill_descendants, leave_forkserver
 from leka.core.protocols import EvalFuture, Runner
 from leka.core.types import EvalResult
 
@@ -124,6 +124,16 @@ def _child(job: dict[str, Any], out_path: str, entry: str) -> None:
     leave_forkserver()
     die_with_parent()
     os.setsid()  # own process group: a timeout kills whatever the candidate spawned too
+    # and what left the group (setsid, a double fork) is orphaned to this process, which kills all of it
+    # when the job ends, however it ends (issue 43: a normal end killed nothing)
+    become_subreaper()
+    try:
+        _run_entry(job, out_path, entry)
+    finally:
+        kill_descendants()
+
+
+def _run_entry(job: dict[str, Any], out_path: str, entry: str) -> None:
     import warnings
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch.export's internal deprecations
@@ -155,8 +165,8 @@ def _refs_child(job: dict[str, Any], seeds: list[int], refs_dir: str) -> None:
 # loaded, smaps_rollup as slow). Read on every 50-ms poll for two sandboxed workers and the reference
 # child, it kept the watching process busy for most of a core, on the 2 cores the evaluation was timing
 # on (experiments/results/bench_eval_integrity.md). So descendants are read at most every USS_EVERY_S:
-# a sandboxed worker cannot outgrow the cap meanwhile (its RLIMIT_DATA), the child's own RSS is read
-# every poll, and the reference child is trusted code.
+# a sandboxed worker cannot outgrow the cap meanwhile (its RLIMIT_DATA, and on the CPU RLIMIT_AS), the
+# child's own RSS is read every poll, and the reference child is trusted code.
 USS_EVERY_S = 1.0
 
 
@@ -168,17 +178,26 @@ def _at_most_every(cache: dict[str, float], read) -> int:
     return int(cache["v"])
 
 
-def _tree_rss(proc: psutil.Process, cache: dict[str, float] | None = None) -> int:
+def _tree_rss(proc: psutil.Process, cache: dict[str, float] | None = None,
+              seen: dict[int, float] | None = None) -> int:
     """The evaluation's resident memory: the child's RSS plus what each descendant holds alone (USS).
     Its sandboxed workers are forks of it: their RSS would count the pages they share with it again.
-    With `cache`, the descendants' sum is re-read only every USS_EVERY_S."""
+    With `cache`, the descendants' sum is re-read only every USS_EVERY_S; `seen` collects them
+    ({pid: create_time}), for `_kill_seen`."""
     try:
         total = proc.memory_info().rss
     except psutil.Error:
         return 0
 
     def uss() -> int:
-        return sum(_unique_bytes(p) for p in proc.children(recursive=True))
+        kids = proc.children(recursive=True)
+        if seen is not None:
+            for k in kids:
+                try:
+                    seen.setdefault(k.pid, k.create_time())
+                except psutil.Error:
+                    pass
+        return sum(_unique_bytes(p) for p in kids)
 
     return total + (uss() if cache is None else _at_most_every(cache, uss))
 
@@ -192,7 +211,25 @@ def _unique_bytes(proc: psutil.Process) -> int:
         return 0
 
 
+def _kill_seen(seen: dict[int, float]) -> None:
+    """Kill what the polls saw under the evaluation child and still runs (the create time rules out a
+    reused pid): the child's own `kill_descendants` does not run where it died abruptly (a crash), and
+    its orphans then went to init."""
+    for pid, created in seen.items():
+        try:
+            p = psutil.Process(pid)
+            if p.create_time() == created:
+                p.kill()
+        except psutil.Error:
+            pass
+
+
 def _kill_group(pid: int) -> None:
+    try:  # stopped first, so that it forks nothing new while what is under it is killed
+        os.kill(pid, signal.SIGSTOP)
+    except (ProcessLookupError, PermissionError):
+        pass
+    kill_descendants(pid)  # those that left its group too
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -271,6 +308,7 @@ class LocalFuture:
         peak = 0
         uss: dict[str, float] = {}
         refs_uss: dict[str, float] = {}
+        seen: dict[int, float] = {}
         try:
             while proc.is_alive():
                 proc.join(0.05)
@@ -279,7 +317,7 @@ class LocalFuture:
                     break
                 self._refs_step()
                 try:
-                    rss = _tree_rss(ps, uss)
+                    rss = _tree_rss(ps, uss, seen)
                     if self.refs_proc is not None and self.refs_proc.is_alive():
                         rss += _at_most_every(refs_uss, lambda: _unique_bytes(psutil.Process(self.refs_proc.pid)))
                 except psutil.Error:
@@ -296,6 +334,7 @@ class LocalFuture:
             if kill_kind or proc.is_alive():
                 _kill_group(proc.pid)
                 proc.join(5)
+            _kill_seen(seen)
             self._kill_all()
         return kill_kind, kill_msg, peak
 

@@ -53,21 +53,27 @@ from benchmark.sandbox_wire import (  # noqa: F401 - the sandbox's names, re-exp
     MAX_MESSAGE,
     RECORD,
     START_TIMEOUT_S,
+    Deadline,
     DeviceServe,
     Out,
     Served,
     ShapeMismatch,
     WorkerDied,
     WorkerError,
+    WorkerTimeout,
     _dtype_name,
+    _Fetched,
+    _outs,
     _recv,
     _send,
     check_like,
     cpus,
     dtype_code,
     faults,
+    jail_dir,
     placed_record,
     read_memory,
+    remove_jail_dir,
 )
 
 # --------------------------------------------------------------------------- the judge's handle
@@ -81,35 +87,6 @@ class Calls:
     outputs: Sequence[list[Out]]
     seconds: float  # the judge's clock around the request (send to answer)
     first: int = 0
-
-
-def _outs(raw: list[int]) -> list[Out]:
-    """RECORD-int64 records as Outs (untrusted: checked against the reference's shapes later)."""
-    row = []
-    for k in range(len(raw) // RECORD):
-        r = raw[RECORD * k: RECORD * (k + 1)]
-        ndim = min(max(r[3], 0), 8)
-        row.append(Out(addr=r[0], nbytes=r[1], dtype=_dtype_name(r[2]), shape=tuple(r[4:4 + ndim])))
-    return row
-
-
-class _Fetched(Sequence):
-    """A device request's calls: call j's outputs are copied to the host when asked for (one at a time:
-    a fetch frees the one before)."""
-
-    def __init__(self, w: SandboxWorker, n: int):
-        self.w, self.n = w, n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, j):  # type: ignore[override]
-        if isinstance(j, slice):
-            raise TypeError("a device request's calls are fetched one at a time")
-        j = j + self.n if j < 0 else j
-        if not 0 <= j < self.n:
-            raise IndexError(j)
-        return self.w.fetch(j)
 
 
 class SandboxWorker:
@@ -133,6 +110,7 @@ class SandboxWorker:
         self._stopped = True
         # the worker's own clock around its last request's calls (untrusted, evaluator.timing_diag only)
         self.worker_s: float | None = None
+        self.deadline = Deadline()  # how long an answer may take (evaluator.sandbox_request_*)
 
     # the worker runs only while it serves a request: stopped before and after
     def _cont(self) -> None:
@@ -173,16 +151,24 @@ class SandboxWorker:
         msg = {**msg, "nonce": self.nonce}
         data = json.dumps(msg, separators=(",", ":")).encode()
         frame = struct.pack("<Q", len(data)) + data  # encoded before the clock starts
+        limit = self.deadline.limit(msg)
         self._cont()
         t0 = time.perf_counter()
+        self.sock.settimeout(limit)
         try:
             self.sock.sendall(frame)
             reply = _recv(self.sock)
+        except TimeoutError:
+            self._stopped = True
+            self._overdue(msg, limit)
         except (OSError, WorkerDied):
             self._stopped = True  # dead or dying: nothing to stop
             self._reap()
             raise
+        finally:
+            self.sock.settimeout(None)
         t = time.perf_counter() - t0
+        self.deadline.seen(msg, t)
         failed = isinstance(reply, dict) and reply.get("error") is not None
         try:
             self._stop()
@@ -196,6 +182,15 @@ class SandboxWorker:
         if reply.get("nonce") != self.nonce:
             raise WorkerDied(f"an answer out of protocol (to another request than its {msg.get('op')!r})")
         return reply, t
+
+    def _overdue(self, msg: dict[str, Any], limit: float | None) -> None:
+        note = f"no answer to a {msg.get('op')!r} request of {Deadline.calls(msg)} call(s) within {limit or 0:.1f} s"
+        try:
+            self._reap()
+        except WorkerDied:
+            pass
+        self.exit_note = note
+        raise WorkerTimeout(f"the {self.role}'s sandboxed worker (pid {self.pid}) gave {note}: killed")
 
     def _ran(self, n: int, reply: dict[str, Any]) -> None:
         """The calls ran: the progress its loop wrote, read from the stopped worker after the answer,
@@ -322,7 +317,7 @@ class SandboxWorker:
 def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) -> SandboxWorker:
     """Fork a worker (call before the judge maps the pool writable or starts threads of its own)."""
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    root_dir = _empty_dir() if served.sandbox else None
+    root_dir = jail_dir(served.l2_libs) if served.sandbox else None
     judge = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -360,11 +355,7 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
         raise
     finally:
         parent.settimeout(None)
-        if root_dir:
-            try:
-                os.rmdir(root_dir)
-            except OSError:
-                pass
+        remove_jail_dir(root_dir)
     if hello.get("error"):
         w._stopped = True
         w.close()
@@ -379,11 +370,3 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
     w.hold = 0 if served.device else max(0, int(served.hold))
     w._stop()
     return w
-
-
-def _empty_dir() -> str | None:
-    import tempfile
-
-    d = tempfile.mkdtemp(prefix="leka-jail-")
-    os.chmod(d, 0o555)
-    return d

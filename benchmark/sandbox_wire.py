@@ -11,7 +11,7 @@ import os
 import socket
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,10 @@ NOBODY = 65534
 
 class WorkerDied(RuntimeError):
     """The worker ended (or broke the protocol) before answering: the candidate crashed."""
+
+
+class WorkerTimeout(WorkerDied):
+    """The worker did not answer a request within its deadline (`Deadline`) and was killed."""
 
 
 class WorkerError(RuntimeError):
@@ -62,6 +66,35 @@ class Out:
     shape: tuple[int, ...]
 
 
+def _outs(raw: list[int]) -> list[Out]:
+    """RECORD-int64 records as Outs (untrusted: checked against the reference's shapes later)."""
+    row = []
+    for k in range(len(raw) // RECORD):
+        r = raw[RECORD * k: RECORD * (k + 1)]
+        ndim = min(max(r[3], 0), 8)
+        row.append(Out(addr=r[0], nbytes=r[1], dtype=_dtype_name(r[2]), shape=tuple(r[4:4 + ndim])))
+    return row
+
+
+class _Fetched(Sequence):
+    """A device request's calls: call j's outputs are copied to the host when asked for (one at a time:
+    a fetch frees the one before)."""
+
+    def __init__(self, w: Any, n: int):  # a sandbox.SandboxWorker
+        self.w, self.n = w, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, j):  # type: ignore[override]
+        if isinstance(j, slice):
+            raise TypeError("a device request's calls are fetched one at a time")
+        j = j + self.n if j < 0 else j
+        if not 0 <= j < self.n:
+            raise IndexError(j)
+        return self.w.fetch(j)
+
+
 # --------------------------------------------------------------------------- framing (JSON only)
 def _send(sock: socket.socket, obj: Any) -> None:
     data = json.dumps(obj, separators=(",", ":")).encode()
@@ -76,6 +109,38 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
             raise WorkerDied("the control channel closed")
         buf += chunk
     return bytes(buf)
+
+
+@dataclass
+class Deadline:
+    """How long the judge waits for a worker's answer (issue 43): without a bound of its own a worker that
+    never answered held the judge for the evaluation's whole `timeout_s` (600 s). A request of n calls
+    gets `floor_s + factor * n * per_call`, per_call the slowest per-call time this worker's earlier
+    requests took (a first call's one-time costs included: the bound only grows); a request of no call
+    (state, upload, fetch) the floor. Before any call was measured a request of calls is bounded by the
+    evaluation's timeout alone: an honest first call may be slow, and nothing says how slow."""
+
+    floor_s: float = 20.0  # evaluator.sandbox_request_floor_s
+    factor: float = 10.0  # evaluator.sandbox_request_factor
+    per_call: float | None = None
+
+    @staticmethod
+    def calls(msg: dict[str, Any]) -> int:
+        op = msg.get("op")
+        if op == "run":
+            return max(0, int(msg.get("n", 0)))
+        return int(msg.get("repeat", 0)) + 1 if op == "profile" else 0
+
+    def limit(self, msg: dict[str, Any]) -> float | None:
+        n = self.calls(msg)
+        if n and self.per_call is None:
+            return None
+        return self.floor_s + self.factor * n * (self.per_call or 0.0)
+
+    def seen(self, msg: dict[str, Any], seconds: float) -> None:
+        n = self.calls(msg) if msg.get("op") == "run" else 0
+        if n:
+            self.per_call = max(self.per_call or 0.0, seconds / n)
 
 
 MAX_MESSAGE = 64 << 20
@@ -173,6 +238,9 @@ class Served:
     hold: int = 0
     # the worker's compute threads placed one core each after its pools are made (sandbox_worker.place_threads)
     pin: bool = False
+    # the candidate's sealed L2 libraries: loaded by the worker itself, under leka.core.confine's
+    # filter (no exec, socket, file write), never by the judge (their load-time code would run there)
+    l2_libs: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- the worker seen from /proc
@@ -200,3 +268,24 @@ def placed_record(placed: Any) -> dict[str, list[int]]:
         return {}
     return {str(k)[:12]: [int(c) for c in v][:4] for k, v in list(placed.items())[:16]
             if isinstance(v, list) and all(isinstance(c, int) for c in v)}
+
+
+def jail_dir(libs: Sequence[str] = ()) -> str:
+    """A sandboxed worker's root (made by the judge): empty but for the candidate's sealed L2 libraries,
+    which the worker loads in there (benchmark/sandbox_worker.py `_late_l2`)."""
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="leka-jail-")
+    for so in libs:
+        shutil.copyfile(so, os.path.join(d, os.path.basename(so)))
+    os.chmod(d, 0o555)
+    return d
+
+
+def remove_jail_dir(d: str | None) -> None:
+    import shutil
+
+    if d:
+        os.chmod(d, 0o700)
+        shutil.rmtree(d, ignore_errors=True)

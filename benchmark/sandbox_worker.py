@@ -46,9 +46,9 @@ def _close_fds(keep: set[int]) -> None:
                 pass
 
 
-def _vm_data_bytes() -> int:
+def _vm_bytes(field: str = "VmData") -> int:
     for line in open("/proc/self/status"):
-        if line.startswith("VmData:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
     return 0
 
@@ -85,7 +85,9 @@ def _jail(root_dir: str | None) -> list[str]:
     return layers
 
 
-def _limits(data_limit: int | None) -> None:
+def _limits(data_limit: int | None, address_space: bool = True) -> None:
+    """No file written, no core, nothing locked; the data segment and (`address_space`) the whole
+    address space bounded by the memory cap above what the worker holds now, after its warm-up."""
     import resource
 
     for lim, val in ((resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0), (resource.RLIMIT_MEMLOCK, 0)):
@@ -95,8 +97,18 @@ def _limits(data_limit: int | None) -> None:
             pass
     if data_limit:
         try:
-            cur = _vm_data_bytes()
+            cur = _vm_bytes()
             resource.setrlimit(resource.RLIMIT_DATA, (cur + data_limit, cur + data_limit))
+        except (ValueError, OSError):
+            pass
+    if data_limit and address_space:
+        # RLIMIT_DATA does not count shared mappings: MAP_SHARED|MAP_ANONYMOUS memory went past a 2 GiB
+        # cap to 3.4 GiB before the runner's once-a-second poll saw it (issue 43). The address space
+        # counts every mapping; measured now, its thread stacks and the pool are in it already. Not on a
+        # device: its driver reserves address space as it goes (CUDA's unified memory)
+        try:
+            cur = _vm_bytes("VmSize")
+            resource.setrlimit(resource.RLIMIT_AS, (cur + data_limit, cur + data_limit))
         except (ValueError, OSError):
             pass
 
@@ -213,12 +225,14 @@ def _records(arrays: list[np.ndarray], results: np.ndarray, keep: list) -> int:
     return len(flat)
 
 
-def _close_in(served: Served, judge: int, root_dir: str | None, data_limit: int | None) -> list[str]:
-    """Limits, the jail, the filter: what a sandboxed worker runs under from here on (its layers)."""
+def _close_in(served: Served, judge: int, root_dir: str | None, data_limit: int | None,
+              late: Callable[[bool], Any] | None = None) -> tuple[list[str], Any]:
+    """Limits, the jail, the filter: what a sandboxed worker runs under from here on (its layers).
+    `late(jailed)` runs inside the jail, before the allow-list: the candidate's libraries load there."""
     if _seccomp_lib is None:
         raise RuntimeError(f"no seccomp filter can be made here ({_SECCOMP_MISSING}): install libseccomp2 "
                            "and pyseccomp, or set evaluator.sandbox=false to run candidates unsandboxed")
-    _limits(data_limit)
+    _limits(data_limit, address_space=not served.device)
     layers = _jail(root_dir)
     # a change of credentials (uid nobody, a user namespace) clears the parent-death signal
     # (prctl(2)): armed again, or a worker stopped between requests outlived a killed judge, stopped
@@ -226,8 +240,35 @@ def _close_in(served: Served, judge: int, root_dir: str | None, data_limit: int 
     proc.die_with_parent()
     if os.getppid() != judge:
         os._exit(71)
+    made = late("chroot" in layers) if late is not None else None
     _seccomp(_seccomp_lib, os.getpid(), device=served.device)
-    return layers + ["seccomp"]
+    return layers + ["seccomp"], made
+
+
+# what a sealed L2 library may need loaded (g++ -fopenmp -shared adds them), by soname: loaded before the
+# jail, so the loader finds them without a file inside it
+L2_NEEDED = ("libgomp.so.1", "libstdc++.so.6", "libm.so.6", "libc.so.6", "libgcc_s.so.1")
+
+
+def _late_l2(served: Served, ro: Any, pool: Any) -> Callable[[bool], Any]:
+    """The candidate's L2 libraries loaded and its VM made inside the jail, under leka.core.confine's
+    filter (no exec, fork, socket, file write, kill): their load-time code (constructors, IFUNC
+    resolvers) runs nowhere else, and here with no keys, no files of the user's and no way out."""
+    for name in L2_NEEDED:
+        try:
+            ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+        except OSError:
+            pass  # a library the machine lacks: the load below names it if the candidate needs it
+
+    def late(jailed: bool) -> Any:
+        from leka.core import confine
+
+        confine.deny_filter()
+        for so in served.l2_libs:
+            ctypes.CDLL("/" + os.path.basename(so) if jailed else so, mode=ctypes.RTLD_GLOBAL)
+        return served.setup(memoryview(ro), pool)
+
+    return late
 
 
 def main(sock: socket.socket, served: Served, pool: Any, judge: int, root_dir: str | None,
@@ -256,7 +297,9 @@ def main(sock: socket.socket, served: Served, pool: Any, judge: int, root_dir: s
         os.environ.clear()  # no keys, no paths: nothing of the user's environment
         os.environ.update(kept)
     os.environ.update(env_keep)
-    served_now = served.setup(memoryview(ro), pool)
+    # with L2 libraries the VM is made inside the jail, after they load (`_late_l2`)
+    late = _late_l2(served, ro, pool) if served.l2_libs and served.sandbox and not served.device else None
+    served_now = served.setup(memoryview(ro), pool) if late is None else None
     if served.device and served.sandbox:
         os.environ.clear()  # the device is set up: its compilers ran, nothing reads the environment now
         os.environ.update(env_keep)
@@ -273,7 +316,8 @@ def main(sock: socket.socket, served: Served, pool: Any, judge: int, root_dir: s
 
         guard = Guard(read_proc=False)
     threads_now = len(os.listdir("/proc/self/task"))  # its pools' threads, for the judge's record
-    layers = _close_in(served, judge, root_dir, data_limit) if served.sandbox else []
+    layers, made = _close_in(served, judge, root_dir, data_limit, late) if served.sandbox else ([], None)
+    served_now = made if late is not None else served_now
     hello = {"ok": True, "layers": layers, "threads": threads_now, "results": int(results.ctypes.data),
              "progress": int(progress.ctypes.data), "placed": placed}
     if served.device:

@@ -207,7 +207,9 @@ def build(st: JobState) -> bool:
         # OpenCL: checks and timing hold the device alone too (the same lock, LEKA_GPU_LOCK), so
         # evaluations side by side (a grid, the H200 A/A) never time each other's kernels; builds overlap
         gpu_timing.hold_gpu_lock()
-    if not device_worker:
+    if not st.sandboxed:
+        ir.load_l2(st.built)  # sandbox off: the candidate runs here, by the user's choice
+    if not device_worker and not (st.sandboxed and st.built.l2_libs):  # else the worker makes its VM
         st.runner = A.VMRunner(st.built.executable, A.device_for(st.backend),
                                memory_cfg=None if st.sandboxed else st.plan.memory_cfg)
     if st.sandboxed:
@@ -354,6 +356,8 @@ def profile_export(st: JobState) -> bool:
     if job.get("profile") and st.sandboxed:
         try:
             st.profile = isolated.profile(st)
+        except sandbox.WorkerTimeout as e:  # advice, but the worker it killed was the candidate's
+            return isolated.fail(st, e, "profile")
         except Exception as e:  # noqa: BLE001 - a profile is advice; its failure is noted
             st.profile = {"error": _short(e)}
     elif job.get("profile"):

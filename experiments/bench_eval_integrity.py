@@ -100,7 +100,7 @@ def protocol_ratios(task, honest, rounds: int) -> dict[str, float]:
     first timer); C++ 1 / 2 sets: the C++ loop (leka/tvm_adapter/call_loop.py), 2 sets is the default."""
     root = ir.import_root(task)
     tgt, dev = A.make_target("llvm"), A.device_for("llvm")
-    cand = A.VMRunner(ir.build_candidate(honest, tgt, root.params).executable, dev)
+    cand = A.VMRunner(ir.load_l2(ir.build_candidate(honest, tgt, root.params)).executable, dev)
     base = A.VMRunner(ir.build_candidate(ir.root_candidate(task, "llvm", root), tgt, root.params).executable, dev)
     sets = [[t.numpy() for t in task.make_inputs(s)] for s in range(2)]
     hold = A.call_loop.hold_for(2)

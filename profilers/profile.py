@@ -183,7 +183,7 @@ def profile_candidate(candidate, backend: str | None = None, repeat: int = 5, ro
     if candidate.params_file is None:
         params = (root or ir.import_root(task)).params
     target = A.make_target(backend)
-    built = ir.build_candidate(candidate, target, params)
+    built = ir.load_l2(ir.build_candidate(candidate, target, params))  # runs here, by the caller's choice
     runner = A.VMRunner(built.executable, A.device_for(backend))
     inputs = [np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x) for x in task.make_inputs(0)]
     return profile_built(built, runner.to_device(inputs), target, backend=backend, candidate=candidate,

@@ -37,7 +37,7 @@ def folded(tmp_path_factory):
 
 
 def _run(c, x, l2_dir=None):
-    built = ir.build_candidate(c, A.make_target("llvm"), l2_dir=l2_dir)
+    built = ir.load_l2(ir.build_candidate(c, A.make_target("llvm"), l2_dir=l2_dir))  # run in-process
     return built, A.VMRunner(built.executable, A.device_for("llvm"))(x)[0]
 
 

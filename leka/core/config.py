@@ -113,6 +113,11 @@ class EvaluatorConfig(_Section):
     # Side by side on 2026-12-03 (bench_eval_integrity.md, fifth measurement): A-vs-A 19/23 pinned against
     # 16/23 unpinned, LEKA's answers 6-14% faster pinned on all 4 tasks; false: placed by the kernel
     sandbox_pin: bool = True
+    # issue 43: how long the judge waits for a worker's answer before it kills it and the evaluation ends as
+    # `timeout` naming the step: floor + factor x the request's calls x the slowest per-call time measured
+    # in that worker so far (benchmark/sandbox_wire.py Deadline); before a first measured call, timeout_s
+    sandbox_request_floor_s: float = Field(20.0, gt=0.0)
+    sandbox_request_factor: float = Field(10.0, ge=1.0)
     sandbox_device_mib: int = Field(512, ge=1)  # a device worker's slots (inputs + outputs per call; at most 256)
     # diagnostics: every sandboxed timing request's split (the judge's clock, the worker's own, the pool
     # refill) in EvalResult.extra["timing_diag"] (experiments/bench_sandbox_split.py)

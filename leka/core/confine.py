@@ -108,6 +108,14 @@ def _filter(sc: Any) -> None:
     f.load()
 
 
+def deny_filter() -> None:
+    """The filter alone (no other layer): for a sandboxed worker about to load a candidate's library
+    inside its jail (benchmark/sandbox_worker.py), before its own allow-list closes."""
+    if _sc is None:
+        raise ConfineError(available() or "")
+    _filter(_sc)
+
+
 def confine(root_dir: str | None = None, address_space: int | None = None) -> list[str]:
     """Confine this (forked, single-purpose) process; returns the layers that held. Irreversible."""
     if _sc is None:

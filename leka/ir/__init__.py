@@ -27,6 +27,7 @@ from leka.ir.candidate import (
     export,
     import_root,
     l1_function,
+    load_l2,
     load_params,
     lower_layers,
     lowered_module,
@@ -39,7 +40,7 @@ from leka.ir.candidate import (
 )
 from leka.ir.l2 import IllegalObject
 
-__all__ = ["Built", "Candidate", "IllegalObject", "L1Entry", "L2Entry", "Layers", "Root", "build_candidate",
+__all__ = ["Built", "Candidate", "IllegalObject", "L1Entry", "L2Entry", "Layers", "Root", "build_candidate", "load_l2",
            "candidate_from_file", "candidate_params", "check_same_signature", "compile_l2_source", "export",
            "import_root", "l1_function", "load_params", "lower_layers", "lowered_module", "params_digest",
            "relax_ir", "relax_module", "root_candidate", "save_params", "unscheduled_module"]

@@ -191,6 +191,7 @@ class Built:
     applied_l2: list[str] = field(default_factory=list)
     extra_modules: list[Any] = field(default_factory=list)
     kernel_libs: list[str] = field(default_factory=list)  # kernel-cached build: each kernel's library
+    l2_libs: list[str] = field(default_factory=list)  # sealed L2 libraries its JIT resolves (`load_l2`)
     kernels: dict[str, int] = field(default_factory=dict)  # kernel-cached build: {"cached": n, "built": n}
 
 
@@ -212,7 +213,7 @@ def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | N
     if for_rpc:
         mod = A.unwrap_single_output(mod)
     backend = target.kind.name
-    mod, objects, post, applied_l2 = _apply_l2(mod, layers, c, backend, l2_dir, check_objects)
+    mod, objects, post, applied_l2, libs = _apply_l2(mod, layers, c, backend, l2_dir, check_objects)
     if post:
         from leka.ir import l2 as L2
 
@@ -231,7 +232,17 @@ def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | N
     else:
         ex = A.build(mod, target)
     return Built(executable=ex, lowered=mod, applied_l1=layers.applied_l1, applied_l2=applied_l2,
-                 extra_modules=objects)
+                 extra_modules=objects, l2_libs=libs)
+
+
+def load_l2(built: Built) -> Built:
+    """Load the candidate's L2 libraries into this process, so its VM can run here. Never called by
+    the judge, the CLI or the agent loop (a library's load-time code would run with their rights):
+    the sandboxed worker loads them itself; tests, experiments and `evaluator.sandbox=false` call this."""
+    from leka.ir import l2 as L2
+
+    L2.load_libraries(built.l2_libs)
+    return built
 
 
 def check_target_options(c: Candidate) -> None:
@@ -365,6 +376,7 @@ def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir, check_obj
     from leka.ir import l2 as L2
 
     objects: list[str] = []
+    libs: list[str] = []
     applied: list[str] = []
     splices: list[tuple[str, str, str]] = []  # (kernel name now, text, language)
     for name, key in layers.l2_keys.items():
@@ -380,6 +392,7 @@ def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir, check_obj
             sealed = L2.check_symbol(comp, entry.entry or name)
             mod = A.replace_prim_func(mod, name, A.extern_prim_func(mod[name], sealed.symbol))
             objects.append(str(sealed.obj))
+            libs.append(str(sealed.so))
         else:
             if entry.language != backend:
                 raise L2.L2Error(f"L2 entry for {name} is {entry.language} but the target is {backend}")
@@ -404,7 +417,7 @@ def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir, check_obj
             return src
 
         post.hits = hits  # type: ignore[attr-defined]
-    return mod, objects, post, applied
+    return mod, objects, post, applied, libs
 
 
 def compile_l2_source(language: str, text: str, l2_dir=None, check: bool = True):

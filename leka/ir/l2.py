@@ -7,8 +7,9 @@ The CPU contract an agent writes to (kept simple on purpose):
 one pointer per buffer parameter of the PrimFunc, in order (inputs, then outputs), shapes static and
 baked into the source. `leka.ir` compiles the source here (g++ -O3 -march=native -fopenmp), seals the
 object (ENTRY renamed to `leka_l2_<digest>_ENTRY`, every other definition local: `seal`), replaces the
-PrimFunc's body by `T.call_extern(<sealed name>, p0.data, ...)`, loads the sealed library RTLD_GLOBAL
-for the JIT and links the sealed object into exported libraries.
+PrimFunc's body by `T.call_extern(<sealed name>, p0.data, ...)`; only the candidate's sandboxed worker
+(or an in-process run the caller chose: `load_libraries`) loads the sealed library RTLD_GLOBAL for
+the JIT; exported libraries link the sealed object.
 
 On CUDA / OpenCL an override is the text of one whole kernel function (`extern "C" __global__ void
 NAME(...) {...}` / `__kernel void NAME(...) {...}`); it replaces the function of the same name in the
@@ -219,16 +220,35 @@ def seal(compiled: Compiled, entry: str) -> Sealed:
     return Sealed(so=so, obj=obj, symbol=symbol)
 
 
-def check_symbol(compiled: Compiled, entry: str) -> Sealed:
-    """The sealed library, loaded for the JIT; raises where the source does not define `entry`."""
-    sealed = seal(compiled, entry)
-    lib = load_global(sealed.so)
+def defined_symbols(obj: str | Path) -> set[str]:
+    """The global symbols an object defines, read from its symbol table (`nm`): nothing is loaded."""
+    nm = shutil.which("nm") or shutil.which("llvm-nm")
+    if nm is None:
+        raise L2Error("nm not found (binutils): the L2 object's symbols cannot be read")
     try:
-        getattr(lib, sealed.symbol)
-    except AttributeError as e:
+        out = subprocess.run([nm, "-g", "-P", "--defined-only", str(obj)], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise L2Error(f"could not read the L2 object's symbols: {e}") from e
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def check_symbol(compiled: Compiled, entry: str) -> Sealed:
+    """The sealed library; raises where the source does not define `entry`. Read from the sealed
+    object's symbol table: a trusted process never loads a candidate's library (its constructors and
+    IFUNC resolvers would run at load); the sandboxed worker does (`load_libraries`)."""
+    sealed = seal(compiled, entry)
+    if sealed.symbol not in defined_symbols(sealed.obj):
         hint = ' (declare it extern "C" so the name is not mangled)'
-        raise L2Error(f"the compiled source does not export the symbol {entry!r}{hint}") from e
+        raise L2Error(f"the compiled source does not export the symbol {entry!r}{hint}")
     return sealed
+
+
+def load_libraries(paths: list[str]) -> None:
+    """Load sealed L2 libraries for the JIT: only where the candidate is meant to run (its sandboxed
+    worker, or an in-process run the caller chose)."""
+    for so in paths:
+        load_global(so)
 
 
 def cpp_prototype(entry: str, signature: list[tuple[str, tuple[int, ...], str]]) -> str:

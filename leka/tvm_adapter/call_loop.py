@@ -324,6 +324,11 @@ def _factory(cache_dir: str | os.PathLike | None = None, name: str = "make_rotat
     import tvm_ffi
 
     with _lock:
+        # asked again by folder first: a sandboxed worker loads it before its root is emptied, then asks
+        # from inside the jail, where the path no longer exists
+        by_dir = f"dir:{cache_dir}:{name}"
+        if by_dir in _loaded:
+            return _loaded[by_dir]
         path = str(library(cache_dir))
         key = f"{path}:{name}"
         if key not in _loaded:
@@ -331,6 +336,7 @@ def _factory(cache_dir: str | os.PathLike | None = None, name: str = "make_rotat
                 _loaded[key] = tvm_ffi.load_module(path)[name]
             except Exception as e:  # noqa: BLE001 - a broken cache entry or ABI: say so, the caller falls back
                 raise CallLoopUnavailable(f"loading {path}: {e}") from e
+        _loaded[by_dir] = _loaded[key]
         return _loaded[key]
 
 
@@ -369,6 +375,12 @@ def install_input_guard(lo: int, hi: int, fd: int, cache_dir: str | os.PathLike 
     """A fault at an address in [lo, hi) (the read-only input pool) is reported on `fd` as an
     `input_mutated` answer before the process exits (benchmark/sandbox.py)."""
     _factory(cache_dir, "install_input_guard")(int(lo), int(hi), int(fd))
+
+
+def preload(cache_dir: str | os.PathLike | None = None) -> None:
+    """Load the window loop now: a sandboxed worker that makes its VM inside its jail (where the cache
+    is out of reach) asks for it there."""
+    _factory(cache_dir, "make_window_loop")
 
 
 def window_loop(f: Callable[..., Any], protos: Sequence[Any], cache_dir: str | os.PathLike | None = None,
