@@ -187,12 +187,8 @@ def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepared: Any
                           sandbox=False, guard=False, hold=hold)
 
 
-def start(st: Any) -> None:
-    """Fork the candidate's worker (and the baseline's, when this job times): call after the build."""
-    cfg = st.cfg
-    specs = _specs(st)
-    out_bytes = max(1, st.root.output_bytes)
-    device = on_device(st)
+def _pool(st: Any, specs: list[sandbox.InputSpec], device: bool) -> sandbox.Pool:
+    cfg, out_bytes = st.cfg, max(1, st.root.output_bytes)
     # outputs held for the check bound a request's calls where every call's are kept; with a ring the
     # pool's windows do
     max_calls = int(cfg.get("sandbox_output_mib", 8)) * 2**20 // out_bytes if not _hold(st) else 2**20
@@ -206,7 +202,15 @@ def start(st: Any) -> None:
     per_window = sum(sandbox._align(max(s.nbytes, 1)) for s in specs) or 1
     budget = int(cfg.get("sandbox_device_mib", 512) if device else cfg.get("sandbox_pool_mib", 8)) * 2**20
     windows = max(1, min(-(-max(1, max_calls) // sets), budget // (sets * per_window)))
-    st.pool = pool = sandbox.Pool(specs, windows, max_calls=max(1, max_calls), sets=sets)
+    return sandbox.Pool(specs, windows, max_calls=max(1, max_calls), sets=sets)
+
+
+def start(st: Any) -> None:
+    """Fork the candidate's worker (and the baseline's, when this job times): call after the build."""
+    cfg = st.cfg
+    specs = _specs(st)
+    device = on_device(st)
+    st.pool = pool = _pool(st, specs, device)
     cap, _ = memory.cap_bytes(st.job.get("memory_cap_gb", cfg.get("memory_cap_gb")), st.footprint)
     guard = bool(cfg.get("process_check", True))
     A.call_loop.library(str(baselines.cache_root(st.job.get("cache_dir"))))  # compiled here: workers only load it
