@@ -227,9 +227,12 @@ def start(st: Any) -> None:
     st.workers = {}
     cand_served = (served(st.built.executable) if device
                    else _vm_served(st, st.runner, specs, guard, libs=st.built.l2_libs))
-    st.workers["candidate"] = sandbox.start(cand_served, pool, "candidate", data_limit=cap)
-    deadline = (float(cfg.get("sandbox_request_floor_s", 20.0)), float(cfg.get("sandbox_request_factor", 10.0)))
-    st.workers["candidate"].deadline.floor_s, st.workers["candidate"].deadline.factor = deadline
+
+    def deadline() -> sandbox.Deadline:
+        return sandbox.Deadline(floor_s=float(cfg.get("sandbox_request_floor_s", 20.0)),
+                                factor=float(cfg.get("sandbox_request_factor", 10.0)))
+
+    st.workers["candidate"] = sandbox.start(cand_served, pool, "candidate", data_limit=cap, deadline=deadline())
     if st.job.get("time") and st.job.get("baseline"):
         kind = st.job["baseline"]
         if kind in ("untuned", "tuned"):
@@ -243,8 +246,7 @@ def start(st: Any) -> None:
             st.model = st.model or st.task.make_model()
             prepared = st.base_prep.result() if st.base_prep is not None else None
             base_served = _py_served(st, kind, specs, prepared)
-        st.workers["baseline"] = sandbox.start(base_served, pool, "baseline", data_limit=cap)
-        st.workers["baseline"].deadline.floor_s, st.workers["baseline"].deadline.factor = deadline
+        st.workers["baseline"] = sandbox.start(base_served, pool, "baseline", data_limit=cap, deadline=deadline())
     pool.map_rw()
     import torch
 

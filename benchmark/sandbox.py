@@ -314,8 +314,10 @@ class SandboxWorker:
 
 # --------------------------------------------------------------------------- starting one
 
-def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) -> SandboxWorker:
-    """Fork a worker (call before the judge maps the pool writable or starts threads of its own)."""
+def start(served: Served, pool: Pool, role: str, data_limit: int | None = None,
+          deadline: Deadline | None = None) -> SandboxWorker:
+    """Fork a worker (call before the judge maps the pool writable or starts threads of its own);
+    `deadline`: its answers' bound (a fresh one per worker: it learns that worker's per-call time)."""
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     root_dir = jail_dir(served.l2_libs) if served.sandbox else None
     judge = os.getpid()
@@ -336,6 +338,8 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None) 
         os._exit(code)
     child.close()
     w = SandboxWorker(pid, parent, role, served.n_outputs, [])
+    if deadline is not None:
+        w.deadline = deadline
     w._stopped = False
     parent.settimeout(START_TIMEOUT_S)
     try:

@@ -19,7 +19,6 @@ import numpy as np
 
 ALIGN = 64  # bytes: every view into a pool starts on a 64-byte boundary, as TVM allocates
 _LIBC = ctypes.CDLL(None, use_errno=True)
-NOBODY = 65534
 
 
 class WorkerDied(RuntimeError):

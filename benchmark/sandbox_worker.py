@@ -19,6 +19,7 @@ import numpy.ctypeslib  # noqa: F401 - loaded before a worker's root is emptied 
 
 from benchmark import proc
 from benchmark.sandbox_wire import _LIBC, RECORD, Served, _recv, _send, dtype_code
+from leka.core.confine import NOBODY
 
 try:  # loaded here, in the judge (and the forkserver that preloads it), not in every worker
     import pyseccomp as _seccomp_lib
@@ -26,7 +27,6 @@ except (ImportError, OSError) as _e:  # no libseccomp.so.2: workers refuse to st
     _seccomp_lib = None
     _SECCOMP_MISSING = f"{type(_e).__name__}: {_e}"
 
-NOBODY = 65534
 
 
 def _close_fds(keep: set[int]) -> None:

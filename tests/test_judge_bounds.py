@@ -16,11 +16,10 @@ from pathlib import Path
 import psutil
 import pytest
 from tiny_l2 import COMPUTE, HEAD, l2_candidate
+from tiny_l2 import sandbox_evaluator as _ev
 
-from benchmark.evaluator import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
-from leka.core.config import EvaluatorConfig
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")
 
@@ -56,12 +55,6 @@ def task():
 @pytest.fixture(scope="module")
 def root(task):
     return ir.import_root(task)
-
-
-def _ev(tmp_path, **over) -> Evaluator:
-    cfg = EvaluatorConfig(**{"timeout_s": 120, "memory_cap_gb": 2.0, "timing_budget_s": 1.0, "static_check": False,
-                             **over})
-    return Evaluator(cfg, cache_dir=str(tmp_path / "cache"))
 
 
 def test_shared_memory_past_the_cap_is_refused_in_the_worker(task, root, tmp_path):

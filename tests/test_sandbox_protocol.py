@@ -20,11 +20,10 @@ from pathlib import Path
 
 import pytest
 from tiny_l2 import COMPUTE, HEAD, HONEST, l2_candidate
+from tiny_l2 import sandbox_evaluator as _ev
 
-from benchmark.evaluator import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
-from leka.core.config import EvaluatorConfig
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")
 
@@ -116,11 +115,6 @@ def task():
 @pytest.fixture(scope="module")
 def root(task):
     return ir.import_root(task)
-
-
-def _ev(tmp_path, **over) -> Evaluator:
-    cfg = EvaluatorConfig(timeout_s=120, memory_cap_gb=2.0, timing_budget_s=1.0, static_check=False, **over)
-    return Evaluator(cfg, cache_dir=str(tmp_path / "cache"))
 
 
 def test_a_kernel_that_reads_the_loop_for_the_call_count_gains_nothing(task, root, tmp_path):

@@ -40,3 +40,14 @@ def l2_candidate(task, root, src: str, name: str, reps: int = 0, **subs: str):
     for k, v in subs.items():
         text = text.replace(k, v)
     return cand.model_copy(update={"l2": {key: L2Entry(kernel=kernel, language="cpp", text=text, entry=entry)}})
+
+
+def sandbox_evaluator(tmp_path, **over):
+    """The evaluator the sandbox's adversarial tests share: the static checks off, so the boundary alone
+    is tested; a short timing budget; `over` changes any setting."""
+    from benchmark.evaluator import Evaluator
+    from leka.core.config import EvaluatorConfig
+
+    cfg = EvaluatorConfig(**{"timeout_s": 120, "memory_cap_gb": 2.0, "timing_budget_s": 1.0, "static_check": False,
+                             **over})
+    return Evaluator(cfg, cache_dir=str(tmp_path / "cache"))

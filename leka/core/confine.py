@@ -10,8 +10,7 @@ computes and writes to pipes or sockets it already holds. After it:
   (a seccomp filter, default allow: the step may still read files and make threads, which the
   TVM passes and the loader need);
 - no files grow (RLIMIT_FSIZE 0), no core dump, the address space bounded;
-- as root: uid nobody (and, where the caller asks, an empty root directory), so the user's files
-  are closed to it.
+- as root: uid nobody, so the user's files are closed to it.
 
 What it cannot stop: CPU time (the parent bounds the wall clock and kills the child) and reads of
 world-readable files where the process is not root. No tvm; stdlib + pyseccomp.
@@ -22,7 +21,6 @@ from __future__ import annotations
 import errno
 import os
 import resource
-import tempfile
 from typing import Any
 
 from leka.core import proc
@@ -56,29 +54,15 @@ def available() -> str | None:
     return None if _sc is not None else "no seccomp filter can be made here (install libseccomp2 and pyseccomp)"
 
 
-def empty_root() -> str | None:
-    """An empty, read-only directory to chroot into (made in the parent: root only)."""
-    if os.geteuid() != 0:
-        return None
-    d = tempfile.mkdtemp(prefix="leka-confine-")
-    os.chmod(d, 0o555)
-    return d
-
-
-def _drop(root_dir: str | None) -> list[str]:
-    """As root: uid nobody (the user's files closed), and an empty root where the step reads no files
-    (a chroot breaks the lazy Python imports a TVM pass may make, so it is the caller's choice)."""
+def _drop() -> list[str]:
+    """As root: uid nobody, so the user's files are closed to it. No chroot: a TVM pass may import
+    Python modules lazily, from files."""
     if os.geteuid() != 0:
         return []
-    layers = []
-    if root_dir is not None:
-        os.chroot(root_dir)
-        os.chdir("/")
-        layers.append("chroot")
     os.setgroups([])
     os.setgid(NOBODY)
     os.setuid(NOBODY)
-    return layers + ["uid nobody"]
+    return ["uid nobody"]
 
 
 def _filter(sc: Any) -> None:
@@ -116,7 +100,7 @@ def deny_filter() -> None:
     _filter(_sc)
 
 
-def confine(root_dir: str | None = None, address_space: int | None = None) -> list[str]:
+def confine(address_space: int | None = None) -> list[str]:
     """Confine this (forked, single-purpose) process; returns the layers that held. Irreversible."""
     if _sc is None:
         raise ConfineError(available() or "")
@@ -129,7 +113,7 @@ def confine(root_dir: str | None = None, address_space: int | None = None) -> li
             resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
         except (ValueError, OSError):
             pass
-    layers = ["empty environment", "rlimits"] + _drop(root_dir)
+    layers = ["empty environment", "rlimits"] + _drop()
     proc.die_with_parent()  # a change of credentials clears it (prctl(2))
     _filter(_sc)
     return layers + ["seccomp"]

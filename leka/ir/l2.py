@@ -220,25 +220,16 @@ def seal(compiled: Compiled, entry: str) -> Sealed:
     return Sealed(so=so, obj=obj, symbol=symbol)
 
 
-def defined_symbols(obj: str | Path) -> set[str]:
-    """The global symbols an object defines, read from its symbol table (`nm`): nothing is loaded."""
-    nm = shutil.which("nm") or shutil.which("llvm-nm")
-    if nm is None:
-        raise L2Error("nm not found (binutils): the L2 object's symbols cannot be read")
-    try:
-        out = subprocess.run([nm, "-g", "-P", "--defined-only", str(obj)], capture_output=True, text=True,
-                             timeout=60, check=True).stdout
-    except (OSError, subprocess.SubprocessError) as e:
-        raise L2Error(f"could not read the L2 object's symbols: {e}") from e
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
-
-
 def check_symbol(compiled: Compiled, entry: str) -> Sealed:
     """The sealed library; raises where the source does not define `entry`. Read from the sealed
     object's symbol table: a trusted process never loads a candidate's library (its constructors and
     IFUNC resolvers would run at load); the sandboxed worker does (`load_libraries`)."""
     sealed = seal(compiled, entry)
-    if sealed.symbol not in defined_symbols(sealed.obj):
+    try:
+        defined = l2_object.defined(sealed.obj)
+    except (OSError, subprocess.SubprocessError, l2_object.ToolMissing) as e:
+        raise L2Error(f"could not read the L2 object's symbols: {e}") from e
+    if sealed.symbol not in defined:
         hint = ' (declare it extern "C" so the name is not mangled)'
         raise L2Error(f"the compiled source does not export the symbol {entry!r}{hint}")
     return sealed

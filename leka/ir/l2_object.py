@@ -201,6 +201,15 @@ def _source_line(source: str | None, name: str) -> int:
     return source.count("\n", 0, m.start()) + 1 if m else 0
 
 
+def defined(obj: str | Path) -> set[str]:
+    """The global symbols an object defines, from its symbol table: nothing is loaded. Unlike `scan`,
+    no binutils is an error (ToolMissing): a symbol that cannot be read is not there."""
+    nm = shutil.which("nm") or shutil.which("llvm-nm")
+    if nm is None:
+        raise ToolMissing("nm not found (binutils): the object's symbols cannot be read")
+    return {ln.split()[0] for ln in _run([nm, "-g", "-P", "--defined-only", str(obj)]).splitlines() if ln.strip()}
+
+
 def scan(obj: str | Path, source: str | None = None) -> list[Finding]:
     """Findings for one compiled object (empty when it is clean or binutils are absent). `source`
     (the text it was compiled from) only places a finding on a line where one names the symbol."""
