@@ -230,7 +230,8 @@ def start(st: Any) -> None:
 
     def deadline() -> sandbox.Deadline:
         return sandbox.Deadline(floor_s=float(cfg.get("sandbox_request_floor_s", 20.0)),
-                                factor=float(cfg.get("sandbox_request_factor", 10.0)))
+                                factor=float(cfg.get("sandbox_request_factor", 10.0)),
+                                first_s=float(cfg.get("sandbox_first_request_s", 180.0)))
 
     st.workers["candidate"] = sandbox.start(cand_served, pool, "candidate", data_limit=cap, deadline=deadline())
     if st.job.get("time") and st.job.get("baseline"):

@@ -116,11 +116,14 @@ class Deadline:
     never answered held the judge for the evaluation's whole `timeout_s` (600 s). A request of n calls
     gets `floor_s + factor * n * per_call`, per_call the slowest per-call time this worker's earlier
     requests took (a first call's one-time costs included: the bound only grows); a request of no call
-    (state, upload, fetch) the floor. Before any call was measured a request of calls is bounded by the
-    evaluation's timeout alone: an honest first call may be slow, and nothing says how slow."""
+    (state, upload, fetch) the floor. Before any call was measured a request of calls gets `first_s`: an
+    honest first call may be slow (one-time costs, an untuned kernel of a large task), and nothing of
+    this worker says how slow yet, but a worker silent from its first request on no longer holds the
+    judge for the evaluation's whole `timeout_s`."""
 
     floor_s: float = 20.0  # evaluator.sandbox_request_floor_s
     factor: float = 10.0  # evaluator.sandbox_request_factor
+    first_s: float = 180.0  # evaluator.sandbox_first_request_s
     per_call: float | None = None
 
     @staticmethod
@@ -133,7 +136,7 @@ class Deadline:
     def limit(self, msg: dict[str, Any]) -> float | None:
         n = self.calls(msg)
         if n and self.per_call is None:
-            return None
+            return self.floor_s + self.first_s
         return self.floor_s + self.factor * n * (self.per_call or 0.0)
 
     def seen(self, msg: dict[str, Any], seconds: float) -> None:

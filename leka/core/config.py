@@ -115,9 +115,11 @@ class EvaluatorConfig(_Section):
     sandbox_pin: bool = True
     # issue 43: how long the judge waits for a worker's answer before it kills it and the evaluation ends as
     # `timeout` naming the step: floor + factor x the request's calls x the slowest per-call time measured
-    # in that worker so far (benchmark/sandbox_wire.py Deadline); before a first measured call, timeout_s
+    # in that worker so far (benchmark/sandbox_wire.py Deadline)
     sandbox_request_floor_s: float = Field(20.0, gt=0.0)
     sandbox_request_factor: float = Field(10.0, ge=1.0)
+    # a worker's requests of calls before any of its calls was measured (the first check): floor + this
+    sandbox_first_request_s: float = Field(180.0, gt=0.0)
     sandbox_device_mib: int = Field(512, ge=1)  # a device worker's slots (inputs + outputs per call; at most 256)
     # diagnostics: every sandboxed timing request's split (the judge's clock, the worker's own, the pool
     # refill) in EvalResult.extra["timing_diag"] (experiments/bench_sandbox_split.py)
