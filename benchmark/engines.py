@@ -262,37 +262,61 @@ def _mnn_call(path: Path, threads: int, device: str) -> Callable[[list[Any]], li
     return run
 
 
-def engine_gpu_call(kind: str, plan, inputs, keep_outputs: bool = False) -> Callable[[], Any]:
-    """TensorRT's engine (the serialized `plan` file) on CUDA, its buffers torch tensors: call() enqueues
-    one inference on torch's current stream (timed by its CUDA events). `keep_outputs`: call() returns the
-    outputs as numpy arrays, synchronised (the conversion child's check)."""
+def _trt_context(engine, trt, torch, inputs: list) -> tuple[Any, list]:
+    """An execution context of `engine` bound to `inputs` (torch CUDA tensors) and outputs of its own."""
     import numpy as np
-    import tensorrt as trt
-    import torch
 
-    if kind != "tensorrt":
-        raise ValueError(f"{kind!r} is not a GPU engine")
-    logger = trt.Logger(trt.Logger.WARNING)
-    engine = trt.Runtime(logger).deserialize_cuda_engine(Path(plan).read_bytes())
     ctx = engine.create_execution_context()
     names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
     ins = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
     outs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
     bufs = {}
-    for n, a in zip(ins, inputs, strict=True):
-        bufs[n] = torch.from_numpy(a.copy()).to("cuda")
-        ctx.set_input_shape(n, tuple(a.shape))
+    for n, t in zip(ins, inputs, strict=True):
+        bufs[n] = t
+        ctx.set_input_shape(n, tuple(t.shape))
     for n in outs:
         dt = torch.from_numpy(np.zeros(0, dtype=trt.nptype(engine.get_tensor_dtype(n)))).dtype
         bufs[n] = torch.empty(tuple(ctx.get_tensor_shape(n)), dtype=dt, device="cuda")
     for n, t in bufs.items():
         ctx.set_tensor_address(n, t.data_ptr())
+    return ctx, [bufs[n] for n in outs]
+
+
+def engine_gpu_slots(kind: str, plan, slots: list[list[Any]]) -> list[Callable[[], list[Any]]]:
+    """TensorRT's engine (the serialized `plan` file) on CUDA, one execution context per argument set of
+    `slots` (torch CUDA tensors, bound in place: a sandboxed protocol's device worker uploads each call's
+    fresh inputs into them): call s enqueues one inference on set s on torch's current stream and returns
+    its output tensors (its own, so the outputs of a request's calls on distinct sets all stay valid)."""
+    import tensorrt as trt
+    import torch
+
+    if kind != "tensorrt":
+        raise ValueError(f"{kind!r} is not a GPU engine")
+    engine = trt.Runtime(trt.Logger(trt.Logger.WARNING)).deserialize_cuda_engine(Path(plan).read_bytes())
+    calls = []
+    for args in slots:
+        ctx, outs = _trt_context(engine, trt, torch, args)
+
+        def call(ctx=ctx, outs=outs) -> list[Any]:
+            ctx.execute_async_v3(torch.cuda.current_stream().cuda_stream)
+            return outs
+        calls.append(call)
+    return calls
+
+
+def engine_gpu_call(kind: str, plan, inputs, keep_outputs: bool = False) -> Callable[[], Any]:
+    """TensorRT's engine on one fixed input set (the in-process path, `evaluator.sandbox=false`): call()
+    enqueues one inference on torch's current stream (timed by its CUDA events). `keep_outputs`: call()
+    returns the outputs as numpy arrays, synchronised (the conversion child's check)."""
+    import torch
+
+    (call_set,) = engine_gpu_slots(kind, plan, [[torch.from_numpy(a.copy()).to("cuda") for a in inputs]])
 
     def call():
-        ctx.execute_async_v3(torch.cuda.current_stream().cuda_stream)
+        outs = call_set()
         if keep_outputs:
             torch.cuda.synchronize()
-            return [bufs[n].cpu().numpy() for n in outs]
+            return [o.cpu().numpy() for o in outs]
         return None
 
     call()

@@ -194,8 +194,9 @@ def baseline_timer(kind: str, *, task, root, target, inputs, model, ms_dir, cach
 
 
 def time_step(st: Any) -> bool:
-    """The in-process CUDA time step (evaluator.sandbox=false, or a torch baseline on the GPU): the
-    device's timer, an L2 flush before every timed call, one fixed input set (docs/threat_model.md)."""
+    """The in-process CUDA time step (evaluator.sandbox=false: the user's choice to run the candidate in
+    the judge's process): the device's timer, an L2 flush before every timed call, one fixed input set
+    (docs/threat_model.md). Sandboxed, every baseline kind is a worker (benchmark/sandbox_baseline.py)."""
     from benchmark import timing
     from leka import tvm_adapter as A
 

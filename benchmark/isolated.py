@@ -19,12 +19,11 @@ import random
 import re
 import sys
 import time
-from collections import deque
 from typing import Any
 
 import numpy as np
 
-from benchmark import audit, baselines, gpu_timing, memory, sandbox
+from benchmark import audit, baselines, gpu_timing, memory, sandbox, sandbox_baseline
 from benchmark.outputs import _np, compare
 from leka import tvm_adapter as A
 from leka.backends import get_backend
@@ -58,9 +57,6 @@ def unsupported(st: Any) -> str | None:
         return "evaluator.sandbox is false"
     if not sys.platform.startswith("linux"):
         return f"no sandbox on {sys.platform}"
-    if on_device(st) and st.job.get("time") and st.job.get("baseline") not in (None, "untuned", "tuned"):
-        return (f"backend {st.backend} with baseline {st.job.get('baseline')}: the torch baselines on a device "
-                "are timed in the evaluation process (docs/threat_model.md)")
     for _, d in st.root.outputs:
         try:
             np.dtype(d)
@@ -114,77 +110,6 @@ def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool, lib
         warm=lambda: (A.start_thread_pool(threads), A.call_loop.preload(cache)),
         pin=bool(st.cfg.get("sandbox_pin", True)),
         guard_inputs=lambda lo, hi, fd: A.call_loop.install_input_guard(lo, hi, fd, cache))
-
-
-def _py_records(out: Any, keep: list[Any]) -> list[tuple[int, int, Any, tuple[int, ...]]]:
-    """(address, bytes, dtype, shape) of each output array; the arrays stay alive in `keep`."""
-    import torch
-
-    if isinstance(out, (list, tuple)):
-        return [x for o in out for x in _py_records(o, keep)]
-    if isinstance(out, torch.Tensor):
-        t = out if out.is_contiguous() else out.contiguous()
-        keep.append(t)  # alive until the next request
-        a = t.numpy() if t.dtype != torch.bfloat16 else t.view(torch.int16).numpy()
-        return [(t.data_ptr(), t.numel() * t.element_size(), a.dtype, tuple(t.shape))]
-    a = np.ascontiguousarray(out)
-    keep.append(a)
-    return [(a.ctypes.data, a.nbytes, a.dtype, a.shape)]
-
-
-def _py_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepared: Any) -> sandbox.Served:
-    """PyTorch / engine baselines: trusted code in a worker of its own (not sandboxed: torch.compile and
-    the engines open files and start threads), calls in a Python loop. `prepared`: an engine's model
-    file, converted and verified by the judge before the fork (benchmark/engines.py)."""
-    import ctypes
-
-    threads = int(st.job.get("threads", 2))
-    model = st.model
-    hold = _hold(st)
-
-    def setup(buf, pool):
-        import torch
-
-        torch.set_num_threads(threads)
-        views: dict[tuple[int, int], Any] = {}
-
-        def view(i: int, off: int):
-            key = (i, off)
-            if key not in views:
-                s = specs[i]
-                arr = np.frombuffer(buf, dtype=s.dtype, count=s.numel, offset=pool.starts[i] + off).reshape(s.shape)
-                views[key] = arr if kind in baselines.engines.ENGINES else torch.from_numpy(arr)
-            return views[key]
-
-        call = baselines.python_call(kind, model, prepared, st.backend, threads)
-        if kind == "torch_compile":  # compiled on its first call, here, before the judge times anything
-            call([view(i, 0) for i in range(len(specs))])
-        held: deque[Any] = deque(maxlen=hold or None)  # the request's kept outputs (as the C++ loop's)
-        keep: list[Any] = []  # contiguous copies and arrays whose addresses were reported
-        k = len(specs)
-
-        def run(n: int, offsets_addr: int, results_addr: int, cap: int, progress_addr: int, nonce: int) -> int:
-            offs = np.ctypeslib.as_array((ctypes.c_int64 * max(1, n * k)).from_address(offsets_addr))
-            held.clear()
-            keep.clear()
-            for c in range(n):
-                if hold and len(held) == hold:
-                    held.popleft()  # freed before the call allocates, as in the C++ loop
-                held.append(call([view(i, int(offs[c * k + i])) for i in range(k)]))
-            flat: list[int] = []
-            for out in held:
-                for addr, nbytes, dtype, shape in _py_records(out, keep):
-                    dims = list(shape)[:8]
-                    flat += [addr, nbytes, sandbox.dtype_code(dtype), len(shape)] + dims + [0] * (8 - len(dims))
-            res = np.ctypeslib.as_array((ctypes.c_int64 * cap).from_address(results_addr))
-            res[:len(flat)] = flat
-            np.ctypeslib.as_array((ctypes.c_int64 * 2).from_address(progress_addr))[:] = (nonce, n)
-            return len(flat)
-
-        return run, None
-
-    return sandbox.Served(setup=setup, n_outputs=len(st.root.outputs), threads=threads,
-                          sandbox=False, guard=False, hold=hold)
 
 
 def _pool(st: Any, specs: list[sandbox.InputSpec], device: bool) -> sandbox.Pool:
@@ -246,7 +171,8 @@ def start(st: Any) -> None:
         else:
             st.model = st.model or st.task.make_model()
             prepared = st.base_prep.result() if st.base_prep is not None else None
-            base_served = _py_served(st, kind, specs, prepared)
+            base_served = (sandbox_baseline.py_device_served(st, kind, specs, prepared, pool.max_calls) if device
+                           else sandbox_baseline.py_served(st, kind, specs, prepared, _hold(st)))
         st.workers["baseline"] = sandbox.start(base_served, pool, "baseline", data_limit=cap, deadline=deadline())
     pool.map_rw()
     import torch

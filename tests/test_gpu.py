@@ -269,9 +269,11 @@ def test_cuda_kernel_that_writes_its_input_is_caught(task, ev, tmp_path):
 
 @gpu
 @needs_gpu
-def test_cuda_device_global_state_is_caught(task, tmp_path):
+@pytest.mark.parametrize("baseline", ["untuned", "torch"])
+def test_cuda_device_global_state_is_caught(task, tmp_path, baseline):
     # a __device__ global that outlives a call: computed once, skipped after (the static check is off
-    # here, so the worker's checks alone must reject it)
+    # here, so the worker's checks alone must reject it). Issue 43: against a torch baseline too, whose
+    # evaluation timed the candidate in the judge's process on one fixed input set before
     from benchmark.evaluator import Evaluator
     from leka.core.config import EvaluatorConfig
 
@@ -282,8 +284,9 @@ def test_cuda_device_global_state_is_caught(task, tmp_path):
 
     ev = Evaluator(EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0, static_check=False),
                    "cuda", cache_dir=str(tmp_path))
-    res = ev.evaluate(task, _l2_cuda(task, tmp_path, once, edit_check=False))
+    res = ev.evaluate(task, _l2_cuda(task, tmp_path, once, edit_check=False), baseline=baseline)
     assert not res.correct and res.error_kind in ("mismatch", "stale_output"), (res.error_kind, res.error)
+    assert "seccomp" in res.extra["sandbox"], res.extra
 
 
 @gpu
@@ -301,11 +304,16 @@ def test_root_on_gpu_is_checked_timed_and_measured(task, ev_inproc):
 
 @gpu
 @needs_gpu
-@pytest.mark.parametrize("kind", ["torch", "torch_compile"])
+@pytest.mark.parametrize("kind", ["torch", "torch_compile", "torch_compile_cg"])
 def test_torch_baselines_on_gpu(task, ev, kind):
+    # issue 43: the candidate in its sandboxed worker, the torch baseline in a trusted worker of its own
+    # on the same fresh windows (benchmark/sandbox_baseline.py), each arm's drawn call checked against
+    # the other's (a CUDA graph's replayed outputs recomputed on their slot)
     res = ev.evaluate(task, baseline=kind)
     assert res.correct, res.error
     assert res.speedup is not None and res.speedup > 0 and res.t_baseline_s > 0, res
+    assert "seccomp" in res.extra["sandbox"], res.extra
+    assert res.extra["timer"] == "candidate sandbox, baseline worker (trusted, not sandboxed)", res.extra
 
 
 @gpu

@@ -322,6 +322,20 @@ def test_pocl_candidate_runs_in_the_sandboxed_worker(plugin, task, tmp_path):
     assert res.t_candidate_s and res.t_baseline_s and res.speedup_lo is not None
 
 
+@pytest.mark.parametrize("kind", ["torch", "ort"])
+def test_pocl_candidate_against_a_cpu_baseline_stays_sandboxed(plugin, task, tmp_path, kind):
+    # issue 43: a PyTorch / engine baseline of a device backend no longer pulls the candidate into the
+    # judge's process: the candidate's worker is sandboxed, the baseline's is a trusted worker of its
+    # own served through the same requests, its slots in host memory refilled with fresh windows
+    ev = Evaluator(_cfg(timing_budget_s=0.5), backend="opencl", cache_dir=str(tmp_path),
+                   baseline=BaselineConfig(kind=kind))
+    res = ev.evaluate(task, _l2_opencl(task, tmp_path, lambda t: t))
+    assert res.compiled and res.correct, res.error
+    assert "seccomp" in res.extra["sandbox"], res.extra
+    assert res.extra["timer"] == "candidate sandbox, baseline worker (trusted, not sandboxed)", res.extra
+    assert res.baseline == kind and res.t_baseline_s > 0 and res.speedup_lo is not None, res
+
+
 def test_pocl_kernel_that_writes_its_input_is_caught(plugin, task, tmp_path):
     # the device's copy of the inputs is read back after the checked call: a write there is input_mutated
     def clobber(text: str) -> str:
