@@ -1,5 +1,5 @@
 """Shared helpers of the rule-based agents: edit digests, PrimFunc analysis, kernel ranking and a
-trace recorder that replays exactly through `leka.sched.apply_trace`.
+trace recorder that replays exactly through `leka.ir.sched.apply_trace`.
 
 The analysis reads the PrimFunc through an `s_tir.Schedule` (via `leka.tvm_adapter`): block names,
 iterator kinds and extents, the stored buffer and, per loaded buffer, which block iterators index

@@ -12,7 +12,7 @@ Rules by op pattern (agents.common.analyse):
 - injective: everything inlined into the output block, its loops fused, split by the lanes,
   outer parallel, inner vectorised.
 CUDA: the same structure with blockIdx / threadIdx bindings instead of parallel / vectorise.
-Every trace is replayed through `leka.sched.apply_trace` before it is returned; illegal ones are
+Every trace is replayed through `leka.ir.sched.apply_trace` before it is returned; illegal ones are
 dropped, so the agent only ever proposes traces that apply.
 """
 

@@ -124,7 +124,7 @@ class Edit(BaseModel):
 
 def edit_digest(edit: Edit) -> str:
     """Stable content hash of an edit (level, kind, target, payload; not the rationale): what
-    `context.tried` holds, and the edit half of `leka.edits.apply_edit`'s memo key."""
+    `context.tried` holds, and the edit half of `leka.ir.edits.apply_edit`'s memo key."""
     body = json.dumps({"level": edit.level, "kind": edit.kind, "target": edit.target,
                        "payload": edit.payload}, sort_keys=True, default=str)
     return hashlib.sha256(body.encode()).hexdigest()[:20]

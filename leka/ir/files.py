@@ -23,7 +23,7 @@ it as a record (leka.loop.nodes: with `candidate.json`, without params.npz), so 
 candidate folder.
 
 PrimFunc names are those of `ir.lowered_module(candidate_with_this_relax, target)` (`views/kernels.txt`
-of a workspace lists them; a node's record names entries by their recorded names). Reading applies the files as edits (`leka.edits.apply_edit`), L1 first,
+of a workspace lists them; a node's record names entries by their recorded names). Reading applies the files as edits (`leka.ir.edits.apply_edit`), L1 first,
 in name order, then L2, so every legality check of the loop applies; an illegal file raises
 `CandidateFilesError` naming the file and the edit's error.
 """
