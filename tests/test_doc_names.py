@@ -1,7 +1,7 @@
 """Issue 48, item 4: docs name what exists. Every README, every page of docs/ and every docstring of
 the project's code is read for the names it gives in backticks, and each must resolve:
 
-- a path (`benchmark/sandbox.py`, `leka/ir/levels/`, `docs/boards.md`), from the repository's root,
+- a path (`benchmark/sandbox.py`, `leka/ir/`, `docs/boards.md`), from the repository's root,
   from the folder of the file that names it, or from a folder above it (leka/README.md names
   `core/types.py`): a tracked file or a folder holding one; with `::name` or `:name` after a Python
   file, that name is defined there;
