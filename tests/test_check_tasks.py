@@ -39,3 +39,6 @@ def test_over_a_cap_or_inexact_fails():
         _bounds(row)
         assert row["within_bounds"] is ok, row
         assert ok or "bounds" in row
+    gpu = {"level": 1, "untuned_ms": 900.0, "mib": 1.0, "backend": "opencl"}  # the time cap is the CPU's
+    _bounds(gpu)
+    assert gpu["within_bounds"]
