@@ -7,8 +7,8 @@ META = {
     "level": 1,
     "domains": ["robotics", "aiot"],
     "family": "Llama",
-    "description": "Batched matmul of attention weights [8, 64, 64] with values [8, 64, 64]",
-    "source": "Llama-style decoder (d_model 512, 8 heads of 64) prefill of 64 tokens: attn @ V",
+    "description": "Batched matmul of one decode token's attention weights [8, 1, 128] with the cached values [8, 128, 64]",
+    "source": "Llama-style decoder (d_model 512, 8 heads of 64) decode step over a 128-entry KV cache: attn @ V",
 }
 
 
@@ -18,7 +18,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.softmax(torch.randn(8, 64, 64), -1), torch.randn(8, 64, 64)]
+    return [torch.softmax(torch.randn(8, 1, 128), -1), torch.randn(8, 128, 64)]
 
 
 def get_init_inputs():
