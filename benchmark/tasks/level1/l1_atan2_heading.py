@@ -5,7 +5,7 @@ import torch.nn.functional as F
 META = {
     "id": "l1_atan2_heading",
     "level": 1,
-    "domains": ["robotics", "aiot"],
+    "domains": ["robotics"],
     "family": "Odometry",
     "description": "Heading angles atan2(y, x) of 4096 planar vectors",
     "source": "Wheel / visual odometry heading from displacement vectors (4096 tracked features)",

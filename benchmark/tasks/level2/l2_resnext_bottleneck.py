@@ -5,7 +5,7 @@ import torch.nn.functional as F
 META = {
     "id": "l2_resnext_bottleneck",
     "level": 2,
-    "domains": ["mobile", "robotics"],
+    "domains": ["mobile", "robotics", "aiot"],
     "family": "ResNeXt",
     "description": "ResNeXt bottleneck 32x4d: 1x1 256->128, grouped 3x3 (32 groups), 1x1 128->256, BN, + x, ReLU",
     "source": "ResNeXt-50 32x4d (Xie et al. 2017) layer1 block at a 112x112 input (28x28x256)",
