@@ -5,7 +5,7 @@ import torch.nn.functional as F
 META = {
     "id": "l1_upsample_bicubic_2x",
     "level": 1,
-    "domains": ["mobile", "aiot"],
+    "domains": ["mobile"],
     "family": "ESRGAN",
     "description": "Bicubic 2x upsampling of a 3x64x64 image (align_corners False)",
     "source": "Super-resolution skip path (bicubic upsampled input added to the network output, e.g. ESPCN / RFDN) at 64x64",

@@ -5,10 +5,10 @@ import torch.nn.functional as F
 META = {
     "id": "l2_correlation_cost_volume",
     "level": 2,
-    "domains": ["robotics"],
+    "domains": ["robotics", "aiot"],
     "family": "PWC-Net",
     "description": "Local correlation cost volume: mean over channels of f1 * shifted f2 for 7x7 displacements (max 3), leaky ReLU",
-    "source": "PWC-Net (Sun et al. 2018) cost volume at 1/16 resolution (16x16x64 for a 256x256 pair), search range 3",
+    "source": "PWC-Net (Sun et al. 2018) cost volume at 1/16 resolution (16x16x64 for a 256x256 pair), search range 3; robot odometry and smart-camera motion analysis",
 }
 
 
