@@ -23,25 +23,53 @@ err_console = Console(stderr=True)
 def list_cmd(
     level: int = typer.Option(None, "--level", help="1, 2 or 3"),
     domain: str = typer.Option(None, "--domain", help="mobile | robotics | aiot"),
+    backend: str = typer.Option(None, "--backend", help="the tasks of this backend's domain (llvm: mobile, ...)"),
+    family: str = typer.Option(None, "--family", help="provenance family, any part of it: resnet, mobilenet, llama ..."),
     as_json: bool = typer.Option(False, "--json", help="print a JSON list"),
+    counts_only: bool = typer.Option(False, "--counts", help="only the table of tasks and instances per level and backend"),
 ) -> None:
-    """List the suite's tasks."""
-    from benchmark.task import DOMAINS, select
+    """List the suite's tasks, then their count per level and their instances per backend."""
+    from benchmark.task import DOMAINS, counts, select
+    from leka.backends import backend_names
 
     if domain is not None and domain not in DOMAINS:
         raise UserError(f"unknown domain {domain!r}; use one of {', '.join(DOMAINS)}")
     if level is not None and level not in (1, 2, 3):
         raise UserError(f"unknown level {level}; use 1, 2 or 3")
-    tasks = select(level=level, domain=domain)
+    if backend is not None and backend not in backend_names():
+        raise UserError(f"unknown backend {backend!r}; use one of {', '.join(backend_names())}")
+    tasks = select(level=level, domain=domain, backend=backend, family=family)
+    if family and not tasks:
+        raise UserError(f"no task of the family {family!r}" + (" with those filters" if level or domain or backend else ""))
     if as_json:
         print(json.dumps([t.summary() for t in tasks], indent=1))
         return
-    tab = Table(title=f"{len(tasks)} tasks")
-    for col in ("id", "level", "domains", "description"):
-        tab.add_column(col)
-    for t in tasks:
-        tab.add_row(t.id, str(t.level), ",".join(t.domains), t.description[:70])
-    console.print(tab)
+    if not counts_only:
+        tab = Table(title=f"{len(tasks)} tasks")
+        for col in ("id", "level", "domains", "family", "description"):
+            tab.add_column(col)
+        for t in tasks:
+            tab.add_row(t.id, str(t.level), ",".join(t.domains), t.family, t.description[:60])
+        console.print(tab)
+    console.print(counts_table(counts(tasks, backend_names())))
+
+
+def counts_table(per_level: dict[int, dict[str, int]]) -> Table:
+    """Tasks per level and (task, backend) instances: a task is an instance on each backend whose
+    domain it lists (llvm: mobile, cuda: robotics, opencl: aiot)."""
+    from leka.backends import get_backend
+
+    cols = [k for k in next(iter(per_level.values()), {"tasks": 0}) if k != "tasks"]
+    tab = Table(title="tasks and instances per level and backend")
+    tab.add_column("level")
+    tab.add_column("tasks", justify="right")
+    for b in cols:
+        tab.add_column(f"{b} ({get_backend(b).domain})", justify="right")
+    for lv, row in per_level.items():
+        tab.add_row(f"Level {lv}", str(row["tasks"]), *(str(row[b]) for b in cols))
+    tab.add_row("all", str(sum(r["tasks"] for r in per_level.values())),
+                *(str(sum(r[b] for r in per_level.values())) for b in cols), style="bold")
+    return tab
 
 
 def _check_backend(backend: str, device_url: str = "local") -> None:

@@ -12,7 +12,7 @@ from leka.backends import get_backend
 from leka.core.task import DEFAULT_TOL, DOMAINS, Task, load_task_file
 from leka.core.types import UserError
 
-__all__ = ["DEFAULT_TOL", "DOMAINS", "TASKS_DIR", "Task", "load_task_file", "resolve", "select", "suite"]
+__all__ = ["DEFAULT_TOL", "DOMAINS", "TASKS_DIR", "Task", "counts", "load_task_file", "resolve", "select", "suite"]
 
 TASKS_DIR = Path(__file__).parent / "tasks"
 
@@ -59,8 +59,27 @@ def resolve(ref: str | Path) -> Task:
     raise UserError(f"unknown task {s!r}{hint}")
 
 
-def select(level: int | None = None, domain: str | None = None, backend: str | None = None) -> list[Task]:
+def select(level: int | None = None, domain: str | None = None, backend: str | None = None,
+           family: str | None = None) -> list[Task]:
+    """The suite's tasks of a level, a domain (or the backend whose domain it is) and a provenance
+    family: `family` matches, case-insensitively, a part of the task's family or of its source, so
+    "resnet" finds ResNet-18 and ResNeXt tasks and "mobilenet" every MobileNet."""
     if domain is None and backend is not None:
         domain = get_backend(backend).domain
     tasks = sorted(suite().values(), key=lambda t: (t.level or 0, t.id))
-    return [t for t in tasks if (level is None or t.level == level) and (domain is None or domain in t.domains)]
+    fam = family.lower() if family else None
+    return [t for t in tasks if (level is None or t.level == level) and (domain is None or domain in t.domains)
+            and (fam is None or fam in t.family.lower() or fam in t.source.lower())]
+
+
+def counts(tasks: list[Task], backends: tuple[str, ...]) -> dict[int, dict[str, int]]:
+    """Per level: the task count ("tasks") and, per backend, its instances: the tasks whose domains
+    hold the backend's domain (a task is an instance on every backend of its domains)."""
+    out: dict[int, dict[str, int]] = {}
+    doms = {b: get_backend(b).domain for b in backends}
+    for t in tasks:
+        row = out.setdefault(int(t.level or 0), {"tasks": 0, **dict.fromkeys(backends, 0)})
+        row["tasks"] += 1
+        for b, d in doms.items():
+            row[b] += d in t.domains
+    return dict(sorted(out.items()))

@@ -1,14 +1,22 @@
 """Check every EdgeKernelBench task end to end with the untuned TVM default lowering.
 
-For each task: build the seeded model and inputs, torch.export + Relax import, lower with the "zero"
-pipeline for the local CPU, build, run once, compare against PyTorch and time one call of each.
-Each task runs in its own child process so a crash (or a TVM abort) costs one row, not the table.
+For each task: build the seeded model and inputs, torch.export + Relax import, the lifted module's
+TVMScript parsed back (`round_trip`: structurally equal, so an agent's text edit starts from the exact
+module), its structural hash (`shash`: weights lifted out, so two tasks with one hash are the same
+computation), lower with the "zero" pipeline for the backend's target (DLight default schedules on a
+GPU), build, run once, compare against PyTorch, time one call of each, and the suite's bounds
+(`within_bounds`: inputs + parameters <= 64 / 64 / 256 MiB and untuned time <= 0.3 / 0.3 / 2 s per
+call at Levels 1 / 2 / 3). A task passes (`ok`) when all of these hold and no other task of the table
+has its hash. Each task runs in a child process so a crash (or a TVM abort) costs one row, not the table.
 
-    python -m experiments.check_tasks                # all tasks
+    python -m experiments.check_tasks                # every task, llvm
     python -m experiments.check_tasks --level 3 --jobs 2
     python -m experiments.check_tasks --ids l1_relu6,l2_se_block
+    python -m experiments.check_tasks --backend opencl   # the tasks of the backend's domain (aiot)
+    python -m experiments.check_tasks --hash-only        # import, round trip and hash only (no build)
 
-Writes experiments/out/check_tasks.json (merged with rows of earlier runs for tasks not re-checked).
+Writes experiments/out/check_tasks[_BACKEND].json (merged with rows of earlier runs for tasks not
+re-checked; llvm keeps the old name, which benchmark/subsets/make_subset.py reads).
 """
 
 from __future__ import annotations
@@ -26,6 +34,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "experiments" / "out" / "check_tasks.json"
+CAP_MIB = {1: 64, 2: 64, 3: 256}  # benchmark/tasks/README.md, "Size caps"
+CAP_MS = {1: 300.0, 2: 300.0, 3: 2000.0}  # and "Time caps" (untuned default lowering, 2-core CPU)
+
+
+def out_path(backend: str) -> Path:
+    return OUT if backend == "llvm" else OUT.with_name(f"check_tasks_{backend}.json")
 
 
 def footprint_mib(model: Any, inputs: list[Any]) -> float:
@@ -44,7 +58,7 @@ def _flat(out: Any) -> list[Any]:
     return [out]
 
 
-def check_one(task_id: str) -> dict[str, Any]:
+def check_one(task_id: str, backend: str = "llvm", hash_only: bool = False) -> dict[str, Any]:
     """One row of the table; every failure is recorded as data."""
     import torch
 
@@ -52,7 +66,8 @@ def check_one(task_id: str) -> dict[str, Any]:
     from leka import tvm_adapter as A
 
     torch.set_num_threads(1)
-    row: dict[str, Any] = {"id": task_id, "import_ok": False, "build_ok": False, "correct": False}
+    row: dict[str, Any] = {"id": task_id, "backend": backend, "import_ok": False, "build_ok": False,
+                           "correct": False}
     try:
         task = resolve(task_id)
         row.update(level=task.level, domains=list(task.domains), atol=task.atol, rtol=task.rtol)
@@ -69,12 +84,66 @@ def check_one(task_id: str) -> dict[str, Any]:
             return row
         row["import_ok"] = True
         row["import_s"] = round(time.perf_counter() - t0, 2)
-        outs = _tvm_outputs(row, mod, inputs)
+        _round_trip(row, mod)
+        if hash_only:
+            return row
+        outs = _tvm_outputs(row, mod, inputs, backend)
         _compare(row, outs, ref, task)
+        _bounds(row)
     except Exception as e:  # noqa: BLE001 - a row, not a crash
         row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300] if str(e).strip() else ''}"
         row["trace"] = traceback.format_exc()[-1500:]
     return row
+
+
+def _round_trip(row: dict[str, Any], mod) -> None:
+    """The lifted module's text parses back to a structurally equal module (`round_trip`), and its
+    structural hash (`shash`): constants are lifted to parameters, so the hash is the computation's
+    (ops, shapes, dtypes), not its weights'."""
+    from leka import tvm_adapter as A
+
+    lifted, _ = A.lift_consts(mod)
+    try:
+        row["round_trip"] = bool(A.structural_equal(A.parse_module(A.relax_text(lifted)), lifted))
+    except Exception as e:  # noqa: BLE001 - a printer / parser gap is the finding
+        row["round_trip"] = False
+        row["round_trip_error"] = f"{type(e).__name__}: {A.first_line(e)}"[:300]
+    row["shash"] = A.structural_hash(lifted)
+
+
+def _bounds(row: dict[str, Any]) -> None:
+    """The suite's size and time caps for the row's level (`within_bounds`, and why not). The time cap is
+    the llvm lowering's on a 2-core CPU; a GPU backend's row (PoCL emulates one on the CPU) keeps the size cap."""
+    lv = row.get("level") or 1
+    over = []
+    if row.get("mib", 0.0) > CAP_MIB[lv]:
+        over.append(f"{row['mib']:.1f} MiB > {CAP_MIB[lv]}")
+    timed_cap = row.get("backend", "llvm") == "llvm"
+    if timed_cap and row.get("untuned_ms") is not None and row["untuned_ms"] > CAP_MS[lv]:
+        over.append(f"untuned {row['untuned_ms']:.0f} ms > {CAP_MS[lv]:.0f}")
+    row["within_bounds"] = not over
+    if over:
+        row["bounds"] = "; ".join(over)
+
+
+def passed(row: dict[str, Any]) -> bool:
+    """Every check of the row (the duplicate check is the table's: `mark_duplicates`)."""
+    return bool(row.get("import_ok") and row.get("round_trip") and row.get("correct")
+                and row.get("within_bounds") and not row.get("duplicate_of"))
+
+
+def mark_duplicates(rows: list[dict[str, Any]]) -> None:
+    """`duplicate_of` on every row whose structural hash another row of the table has."""
+    by_hash: dict[str, list[str]] = {}
+    for r in rows:
+        if r.get("shash"):
+            by_hash.setdefault(r["shash"], []).append(r["id"])
+    for r in rows:
+        others = [i for i in by_hash.get(r.get("shash") or "", []) if i != r["id"]]
+        if others:
+            r["duplicate_of"] = others
+        else:
+            r.pop("duplicate_of", None)
 
 
 def _torch_reference(row: dict[str, Any], model, inputs) -> list:
@@ -93,17 +162,17 @@ def _torch_reference(row: dict[str, Any], model, inputs) -> list:
     return ref
 
 
-def _tvm_outputs(row: dict[str, Any], mod, inputs) -> list:
-    """The imported module built untuned for this CPU and run once (its build time and time per
-    call into the row)."""
+def _tvm_outputs(row: dict[str, Any], mod, inputs, backend: str = "llvm") -> list:
+    """The imported module built untuned for the backend (this CPU for llvm; DLight's default GPU
+    schedules otherwise) and run once (its build time and time per call into the row)."""
     from leka import tvm_adapter as A
 
-    target = A.cpu_target()
+    target = A.cpu_target() if backend == "llvm" else A.make_target(backend)
     t0 = time.perf_counter()
     ex = A.build(A.lower(mod, target), target)
     row["build_ok"] = True
     row["build_s"] = round(time.perf_counter() - t0, 2)
-    runner = A.VMRunner(ex, A.device_for("llvm"))
+    runner = A.VMRunner(ex, A.device_for(backend))
     arrays = [i.numpy() for i in inputs]
     t0 = time.perf_counter()
     outs = runner(*arrays)
@@ -141,9 +210,11 @@ def _fmt(row: dict[str, Any]) -> str:
         return f"{'-':>{w}}" if v is None else f"{v:>{w}.{nd}f}" if isinstance(v, float) else f"{v!s:>{w}}"
 
     err = f"{row['max_err']:.1e}" if row.get("max_err") is not None else "-"
+    why = row.get("error") or row.get("bounds") or row.get("round_trip_error") or ""
     return (f"{row['id']:<40} {row.get('level', '-')!s:>2} {'y' if row['import_ok'] else 'N':>4} "
-            f"{'y' if row['correct'] else 'N':>4} {err:>8} {f('untuned_ms', 9)} {f('torch_ms', 8, 2)} "
-            f"{f('mib', 7, 2)} {row.get('ref_absmax', 0.0):8.1e}  {row.get('error', '')[:90]}")
+            f"{'y' if row.get('round_trip') else 'N':>3} {'y' if row['correct'] else 'N':>4} {err:>8} "
+            f"{f('untuned_ms', 9)} {f('torch_ms', 8, 2)} {f('mib', 7, 2)} {row.get('ref_absmax', 0.0):8.1e}  "
+            f"{why[:90]}")
 
 
 def _died(i: str, e: BaseException) -> dict[str, Any]:
@@ -151,13 +222,13 @@ def _died(i: str, e: BaseException) -> dict[str, Any]:
             "error": f"child process died: {type(e).__name__}: {e}"}
 
 
-def run_all(ids: list[str], jobs: int) -> list[dict[str, Any]]:
+def run_all(ids: list[str], jobs: int, backend: str = "llvm", hash_only: bool = False) -> list[dict[str, Any]]:
     """Rows in `ids` order. Workers are reused (importing torch + TVM costs seconds per process); if one
     crashes the pool breaks, and every task without a row is re-run alone in a fresh process."""
     ctx = mp.get_context("spawn")  # a forked child would inherit the parent's torch/TVM thread pools
     done: dict[str, dict[str, Any]] = {}
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx) as pool:
-        futs = {i: pool.submit(check_one, i) for i in ids}
+        futs = {i: pool.submit(check_one, i, backend, hash_only) for i in ids}
         for i, fut in futs.items():
             try:
                 done[i] = fut.result()
@@ -167,7 +238,7 @@ def run_all(ids: list[str], jobs: int) -> list[dict[str, Any]]:
     for i in (i for i in ids if i not in done):
         with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as solo:
             try:
-                done[i] = solo.submit(check_one, i).result()
+                done[i] = solo.submit(check_one, i, backend, hash_only).result()
             except Exception as e:  # noqa: BLE001 - this task kills its process (segfault, abort)
                 done[i] = _died(i, e)
         print(_fmt(done[i]), flush=True)
@@ -178,8 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--level", type=int, default=None)
     ap.add_argument("--ids", default="", help="comma-separated task ids")
+    ap.add_argument("--backend", default="llvm", help="llvm | cuda | opencl (default: the tasks of its domain)")
+    ap.add_argument("--hash-only", action="store_true", help="import, round trip and hash only: no build")
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--out", default="")
+    ap.add_argument("--resume", action="store_true",
+                    help="skip tasks that already have a row in the output file (a run cut off goes on)")
     args = ap.parse_args(argv)
 
     from benchmark.task import select
@@ -187,12 +262,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.ids:
         ids = [s.strip() for s in args.ids.split(",") if s.strip()]
     else:
-        ids = [t.id for t in select(level=args.level)]
-    print(f"{'id':<40} {'L':>2} {'imp':>4} {'ok':>4} {'max_err':>8} {'tvm_ms':>9} {'torch_ms':>8} "
+        # llvm checks every task (the CPU runs them all; make_subset reads its table), a GPU backend the
+        # tasks of its domain (cuda: robotics, opencl: aiot)
+        ids = [t.id for t in select(level=args.level, backend=None if args.backend == "llvm" else args.backend)]
+    print(f"{'id':<40} {'L':>2} {'imp':>4} {'rt':>3} {'ok':>4} {'max_err':>8} {'tvm_ms':>9} {'torch_ms':>8} "
           f"{'MiB':>7} {'|ref|max':>8}  error", flush=True)
-    rows = run_all(ids, args.jobs)
+    out = Path(args.out) if args.out else out_path(args.backend)
+    if args.resume and out.exists():
+        done = {r["id"] for r in json.loads(out.read_text()).get("tasks", [])}
+        ids = [i for i in ids if i not in done]
+    rows = run_all(ids, args.jobs, args.backend, args.hash_only)
+    table = _merge(out, rows)
+    return _summary(rows, table, out, args.hash_only)
 
-    out = Path(args.out)
+
+def _merge(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows merged into the file's table (a task's newest row wins; a hash-only row keeps the
+    earlier full row's build results), duplicates marked over the whole table; written back."""
     out.parent.mkdir(parents=True, exist_ok=True)
     merged: dict[str, dict[str, Any]] = {}
     if out.exists():
@@ -200,20 +286,34 @@ def main(argv: list[str] | None = None) -> int:
             merged = {r["id"]: r for r in json.loads(out.read_text()).get("tasks", [])}
         except (json.JSONDecodeError, KeyError):
             merged = {}
-    merged.update({r["id"]: r for r in rows})
-    out.write_text(json.dumps({"tasks": sorted(merged.values(), key=lambda r: r["id"])}, indent=1))
+    for r in rows:
+        merged[r["id"]] = {**merged.get(r["id"], {}), **r} if "untuned_ms" not in r else r
+    table = sorted(merged.values(), key=lambda r: r["id"])
+    mark_duplicates(table)
+    out.write_text(json.dumps({"tasks": table}, indent=1))
+    return table
 
+
+def _summary(rows: list[dict[str, Any]], table: list[dict[str, Any]], out: Path, hash_only: bool) -> int:
+    by_id = {r["id"]: r for r in table}
+    rows = [by_id[r["id"]] for r in rows]  # with the table's duplicate marks
     n = len(rows)
     n_imp = sum(r["import_ok"] for r in rows)
-    n_ok = sum(r["correct"] for r in rows)
-    print(f"\n{n} tasks: {n_imp} import, {n_ok} correct; wrote {out}")
+    n_rt = sum(bool(r.get("round_trip")) for r in rows)
+    n_ok = sum(passed(r) for r in rows)
+    print(f"\n{n} tasks: {n_imp} import, {n_rt} round-trip exactly"
+          + ("" if hash_only else f", {n_ok} pass every check") + f"; wrote {out}")
     slow = sorted((r for r in rows if r.get("untuned_ms") is not None), key=lambda r: -r["untuned_ms"])[:8]
     if slow:
         print("slowest untuned: " + ", ".join(f"{r['id']} {r['untuned_ms']:.0f} ms" for r in slow))
-    for r in rows:
-        if not r["correct"]:
-            print(f"FAIL {r['id']}: {r.get('error') or 'max_err ' + str(r.get('max_err'))}")
-    return 0 if n_ok == n else 1
+    bad = [r for r in rows if not (r["import_ok"] and r.get("round_trip") and not r.get("duplicate_of")
+                                   if hash_only else passed(r))]
+    for r in bad:
+        why = (r.get("error") or r.get("bounds") or r.get("round_trip_error")
+               or (f"same computation as {', '.join(r['duplicate_of'])}" if r.get("duplicate_of") else None)
+               or ("round trip not exact" if not r.get("round_trip") else f"max_err {r.get('max_err')}"))
+        print(f"FAIL {r['id']}: {why}")
+    return 0 if not bad else 1
 
 
 if __name__ == "__main__":

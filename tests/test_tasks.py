@@ -15,12 +15,17 @@ import pytest
 import torch
 
 from benchmark.subsets import load_subset, subset_path
-from benchmark.subsets.make_subset import STRATA, build_subset
+from benchmark.subsets.make_subset import STRATA, build_subset, read_pool, suite_table
 from benchmark.task import DOMAINS, TASKS_DIR, Task, suite
 
 MIB = 2**20
 CAP_MIB = {1: 64, 2: 64, 3: 256}
 MIN_COUNT = {1: 64, 2: 64, 3: 16}
+# the paper's suite (issue 46): 331 tasks, 650 (task, backend) instances. Per level and backend: the
+# paper gives only the totals (128 / 162 / 41 tasks; 204 / 218 / 228 instances), this split is the suite's
+SUITE_COUNTS = {1: {"tasks": 128, "llvm": 75, "cuda": 80, "opencl": 76},
+                2: {"tasks": 162, "llvm": 99, "cuda": 108, "opencl": 122},
+                3: {"tasks": 41, "llvm": 30, "cuda": 30, "opencl": 30}}
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +77,55 @@ def test_suite_counts_per_level(tasks):
     for lv, n in MIN_COUNT.items():
         assert counts[lv] >= n, f"Level {lv}: {counts[lv]} tasks, need >= {n}"
     assert sum(counts.values()) == len(tasks), "every task has level 1, 2 or 3"
+
+
+def test_suite_has_the_papers_counts(tasks):
+    """331 tasks (128 / 162 / 41) and 650 instances (204 llvm / 218 cuda / 228 opencl), per level as
+    `leka bench list` counts them."""
+    from benchmark.task import counts
+
+    per_level = counts(list(tasks.values()), ("llvm", "cuda", "opencl"))
+    assert per_level == SUITE_COUNTS
+    totals = {b: sum(r[b] for r in per_level.values()) for b in ("tasks", "llvm", "cuda", "opencl")}
+    assert totals == {"tasks": 331, "llvm": 204, "cuda": 218, "opencl": 228}
+
+
+def test_every_task_names_its_family(tasks):
+    # provenance: tasks added by issue 46 carry META["family"]; older ones name the model first in `source`
+    for tid, t in tasks.items():
+        assert t.family and t.family[0].isalnum(), (tid, t.family)
+    added = set(tasks) - set(read_pool())
+    assert added and all("family" in tasks[i].meta for i in added), sorted(i for i in added if "family" not in tasks[i].meta)
+
+
+def test_family_filter(tasks):
+    from benchmark.task import select
+
+    resnet = {t.id for t in select(family="resnet")}
+    assert {"l3_resnet18", "l2_resnet_basic_block", "l3_resnet8_cifar"} <= resnet
+    assert all("resnet" in (tasks[i].family + tasks[i].source).lower() for i in resnet)
+    l3_mobilenets = {t.id for t in select(level=3, family="MobileNet")}
+    assert {"l3_mobilenet_v2", "l3_mobilenet_v3_small", "l3_mobilenet_v3_large", "l3_mobilenet_v1_vww"} <= l3_mobilenets
+    assert all(tasks[i].level == 3 for i in l3_mobilenets)
+    assert select(family="no such family at all") == []
+
+
+def test_bench_list_prints_counts_and_filters():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "leka.cli", "bench", "list", "--counts"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = {ln.split()[1] + ln.split()[2] if ln.split()[1] == "Level" else ln.split()[1]: ln
+            for ln in r.stdout.splitlines() if ln.startswith("│")}
+    for lv, want in SUITE_COUNTS.items():
+        cells = [c.strip() for c in rows[f"Level{lv}"].split("│")[2:-1]]
+        assert cells == [str(want[k]) for k in ("tasks", "llvm", "cuda", "opencl")], (lv, cells)
+    assert [c.strip() for c in rows["all"].split("│")[2:-1]] == ["331", "204", "218", "228"]
+    r = subprocess.run([sys.executable, "-m", "leka.cli", "bench", "list", "--family", "no-such-family"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "no task of the family" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_task_metadata(tasks):
@@ -132,12 +186,15 @@ def test_subset69_structure(tasks):
 
 def test_subset69_regenerates_identically(tasks):
     data = json.loads(subset_path().read_text())
-    table = {t.id: (t.level, t.domains) for t in tasks.values()}
+    table = suite_table(read_pool())  # the 186 tasks it was drawn from: tasks added since leave it alone
     again = build_subset(table, data["seed"], data["llvm_excluded"])
     assert again == data
     # and the seed matters
     other = build_subset(table, data["seed"] + 1, data["llvm_excluded"])
     assert other["backends"] != data["backends"]
+    # and so does the pool: drawn from today's whole suite, the same seed gives another subset
+    assert len(tasks) > len(table)
+    assert build_subset(suite_table(), data["seed"], data["llvm_excluded"])["backends"] != data["backends"]
 
 
 def test_make_subset_cli_writes_file(tmp_path: Path):

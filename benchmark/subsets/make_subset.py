@@ -9,6 +9,10 @@ disjoint where the pools allow it, so the subset is 69 distinct tasks. The llvm 
 that import into Relax and are correct under the default lowering: the failing ones are read from
 experiments/out/check_tasks.json (when present) plus `--exclude`, and recorded in the file, so
 `--from-file` regenerates the identical subset without the (git-ignored) check results.
+
+The pool: subset69 is drawn from the 186 tasks the suite had when it was made (`subset69_pool.txt`),
+so tasks added since (issue 46) leave it unchanged; `--pool all` draws from the whole suite, `--pool
+FILE` from the ids listed in FILE (one a line, `#` comments).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SUBSET_DIR = Path(__file__).parent
 DEFAULT_OUT = SUBSET_DIR / "subset69.json"
+DEFAULT_POOL = SUBSET_DIR / "subset69_pool.txt"
 CHECK_RESULTS = ROOT / "experiments" / "out" / "check_tasks.json"
 STRATA = {1: 10, 2: 9, 3: 4}
 BACKEND_ORDER = ("llvm", "cuda", "opencl")  # subset69: 23 tasks for each of the built-in backends
@@ -78,10 +83,24 @@ def build_subset(tasks: Mapping[str, tuple[int, Iterable[str]]], seed: int = 0,
     }
 
 
-def suite_table() -> dict[str, tuple[int, tuple[str, ...]]]:
+def read_pool(path: Path = DEFAULT_POOL) -> list[str]:
+    """Task ids listed one a line (blank lines and `#` comments skipped)."""
+    lines = (ln.split("#", 1)[0].strip() for ln in Path(path).read_text().splitlines())
+    return [ln for ln in lines if ln]
+
+
+def suite_table(pool: list[str] | None = None) -> dict[str, tuple[int, tuple[str, ...]]]:
+    """id -> (level, domains) of the suite's tasks, or of those in `pool` (an id not in the suite
+    is an error: the pool names what the subset was drawn from)."""
     from benchmark.task import suite
 
-    return {t.id: (int(t.level or 0), t.domains) for t in suite().values()}
+    tasks = suite()
+    if pool is not None:
+        missing = sorted(set(pool) - set(tasks))
+        if missing:
+            raise ValueError(f"pool names tasks the suite does not have: {', '.join(missing[:5])}")
+        tasks = {i: tasks[i] for i in pool}
+    return {t.id: (int(t.level or 0), t.domains) for t in tasks.values()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-file", default="", help="reuse the llvm exclusions recorded in this subset file")
     ap.add_argument("--no-check-results", action="store_true", help="ignore experiments/out/check_tasks.json")
     ap.add_argument("--out", default=str(DEFAULT_OUT))
+    ap.add_argument("--pool", default=str(DEFAULT_POOL),
+                    help="ids to draw from, one a line (default: subset69's pool); 'all': the whole suite")
     args = ap.parse_args(argv)
 
     exclude = {s.strip() for s in args.exclude.split(",") if s.strip()}
@@ -98,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         exclude |= set(json.loads(Path(args.from_file).read_text()).get("llvm_excluded", []))
     elif not args.no_check_results:
         exclude |= set(failing_from_check())
-    data = build_subset(suite_table(), args.seed, exclude)
+    data = build_subset(suite_table(None if args.pool == "all" else read_pool(Path(args.pool))), args.seed, exclude)
     out = Path(args.out)
     out.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {out}: " + ", ".join(f"{b} {len(v)} {data['strata'][b]}" for b, v in data["backends"].items())

@@ -63,12 +63,23 @@ class Task:
         inputs = self.module().get_inputs()
         return list(inputs)
 
+    @property
+    def family(self) -> str:
+        """The model family the task comes from: META["family"], else the first word of `source`
+        (tasks written before issue 46 name it there: "ResNet-18 layer1 conv ...")."""
+        fam = self.meta.get("family")
+        if fam:
+            return str(fam)
+        first = self.source.split(" ", 1)[0].rstrip(",:;") if self.source else ""
+        return first.removesuffix("-style")
+
     def summary(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "level": self.level,
             "domains": list(self.domains),
             "dtype": self.dtype,
+            "family": self.family,
             "description": self.description,
             "source": self.source,
             "path": str(self.path),

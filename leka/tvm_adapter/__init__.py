@@ -7,8 +7,9 @@ TVM renames things between releases (tir -> tirx, nd -> runtime.tensor, profile=
 | --- | --- |
 | `targets` | targets and devices of the backend table (`leka.backends`), codegen options |
 | `errors` | `ImportFailure`, `error_text`: TVM errors as data |
-| `importer` | torch.export -> Relax, lifted constants, TVMScript text <-> modules (exact: `relax_persisted`) |
+| `importer` | torch.export -> Relax, lifted constants, TVMScript text <-> modules (exact: `relax_persisted`); a model whose `forward` keeps changing its own state is refused (`refuse_stateful_forward`) |
 | `torch_ops` | ops the importer lacks: PyTorch decompositions first, then `custom_convert_map` converters |
+| `recurrent` | `nn.LSTM` / `nn.GRU` exported as one custom op each and imported as one TIR time loop per layer and direction, not unrolled |
 | `lowering` | the zero pipeline, DLight on GPUs, PrimFunc surgery, build, export |
 | `kernel_cache` | a build that loads kernels compiled before (by structural hash) and compiles only new ones (llvm) |
 | `runtime` | `VMRunner`: run and time a built executable, per-kernel profiles, memory plans |

@@ -20,7 +20,8 @@ from leka.tvm_adapter.errors import ImportFailure, first_line
 
 # bumped whenever the importer's output changes for the same model (cached roots are keyed by it):
 # 2 = non-finite constants printed parseably, JSON record where the text is not exact
-IMPORTER_REVISION = 3  # 3 = decompositions and custom converters for ops the importer lacks (torch_ops)
+# 3 = decompositions and custom converters for ops the importer lacks (torch_ops)
+IMPORTER_REVISION = 4  # 4 = LSTM / GRU as loops (recurrent.py), select with a negative index
 
 
 def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
@@ -29,10 +30,12 @@ def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
     still missing fails as one line naming the op."""
     import torch
 
+    from leka.tvm_adapter.recurrent import recurrent_as_ops
     from leka.tvm_adapter.torch_ops import CUSTOM_CONVERTERS, decompose_missing
 
+    refuse_stateful_forward(model, inputs)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), recurrent_as_ops(model):
             ep = torch.export.export(model, tuple(inputs))
     except Exception as e:  # noqa: BLE001 - any exporter failure is the task's problem, as data
         raise ImportFailure(f"torch.export failed: {type(e).__name__}: {first_line(e)}") from e
@@ -49,6 +52,101 @@ def import_torch(model, inputs: Sequence[Any]) -> tvm.IRModule:
             ops = unsupported_ops(ep)
         raise ImportFailure(f"Relax import failed{' on ' + ', '.join(ops) if ops else ''}: "
                             f"{type(e).__name__}: {first_line(e)}", ops) from e
+
+
+def _module_state(model) -> dict[str, Any]:
+    """Every tensor the model holds, by dotted name: parameters, buffers and plain tensor attributes
+    (`self.hidden = torch.randn(...)`, which torch.export bakes in as a constant)."""
+    import torch
+
+    out: dict[str, Any] = {}
+    for prefix, m in model.named_modules():
+        for k, v in vars(m).items():
+            if isinstance(v, torch.Tensor):
+                out[f"{prefix}.{k}" if prefix else k] = v
+        for k, v in list(m._parameters.items()) + list(m._buffers.items()):
+            if v is not None:
+                out[f"{prefix}.{k}" if prefix else k] = v
+    return out
+
+
+def _same_tensors(a: Any, b: Any) -> bool:
+    import torch
+
+    xs = a if isinstance(a, (tuple, list)) else [a]
+    ys = b if isinstance(b, (tuple, list)) else [b]
+    return len(xs) == len(ys) and all(
+        (x is y) or (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape
+                     and torch.equal(x, y)) for x, y in zip(xs, ys, strict=True))
+
+
+def refuse_stateful_forward(model, inputs: Sequence[Any]) -> None:
+    """A task is a pure function of its inputs. torch.export bakes a tensor attribute in as a constant,
+    so a model whose `forward` keeps changing its own state (KernelBench's vanilla RNN stores its new
+    hidden state in `self.hidden`) would be imported as its first call while PyTorch's reference moves
+    on with every call: refused here, in one line naming the attributes. A rebinding to a tensor the model
+    already held (`self.c0 = self.h0.to(x.device)`, KernelBench's LSTMs: the same values on every call)
+    is accepted. Judged on a copy of the model on the meta device (shapes only: KernelBench's 6 x 512-step
+    LSTM would take a minute of real compute); a model that cannot run there (data-dependent Python) is
+    run for real, twice, and its state compared after each call."""
+    try:
+        moved = _meta_state_changes(model, inputs)
+    except Exception:  # noqa: BLE001 - not runnable on meta: judge it on real values
+        moved = _real_state_changes(model, inputs)
+    if moved:
+        raise ImportFailure(f"Model.forward changes its own state: its attribute(s) {', '.join(moved[:4])} change "
+                            "on every call, so its output depends on how often it ran; a task must be a pure "
+                            "function of its inputs (pass the state as an input and return the new one)")
+
+
+def _meta_state_changes(model, inputs: Sequence[Any]) -> list[str]:
+    """The state a forward on a meta copy changes: an in-place write (version counter) or an attribute
+    rebound to a tensor the model did not hold before the call (a new result)."""
+    import copy
+
+    import torch
+
+    from leka.tvm_adapter.recurrent import recurrent_as_ops
+
+    memo: dict[int, Any] = {}
+    for t in _module_state(model).values():
+        meta = t.detach().to("meta")
+        memo[id(t)] = torch.nn.Parameter(meta, t.requires_grad) if isinstance(t, torch.nn.Parameter) else meta
+    twin = copy.deepcopy(model, memo)
+    before = {k: (id(v), v._version) for k, v in _module_state(twin).items()}
+    held = {i for i, _ in before.values()}
+    args = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in inputs]
+    with torch.no_grad(), torch.device("meta"), recurrent_as_ops(twin):  # tensors made in forward: meta too
+        twin(*args)
+    after = _module_state(twin)
+    return sorted(k for k in set(before) | set(after)
+                  if k not in after or k not in before
+                  or (id(after[k]), after[k]._version) != before[k] and not
+                  (id(after[k]) in held and id(after[k]) != before[k][0]))
+
+
+def _real_state_changes(model, inputs: Sequence[Any]) -> list[str]:
+    """The state that still differs between the second and the third call (after one call, a rebinding
+    that settles is done), or a note that the output changes."""
+    import torch
+
+    def sig(state: dict[str, Any]) -> dict[str, tuple[int, int]]:
+        return {k: (id(v), v._version) for k, v in state.items()}
+
+    def call():
+        return model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+
+    before = sig(_module_state(model))
+    with torch.no_grad():
+        out1 = call()
+        s1 = _module_state(model)
+        if sig(s1) == before:
+            return []
+        s1 = {k: v.clone() for k, v in s1.items()}
+        out2 = call()
+        s2 = _module_state(model)
+    moved = sorted(k for k in set(s1) | set(s2) if k not in s1 or k not in s2 or not _same_tensors(s1[k], s2[k]))
+    return moved or ([] if _same_tensors(out1, out2) else ["(its output)"])
 
 
 def _failing_node_ops(e: BaseException) -> list[str]:

@@ -3,7 +3,9 @@ through the importer's `custom_convert_map` (keyed by the op's `__name__`, calle
 
 - decompositions: any op the importer has no converter for but `torch._decomp` decomposes
   (`aten.unfold`, `aten.amax`, `aten.var_mean`, `aten.adaptive_max_pool2d`, ...), repeated while it helps;
-- converters: `min.dim` (values and first-index argmin), `unfold.default` (one `take` of the windows),
+- recurrent layers: `lstm.input` and `gru.input` kept whole and imported as one TIR time loop per layer
+  and direction (`recurrent.py`), not unrolled;
+- converters: `select.int` (a negative index counted from the end), `min.dim` (values and first-index argmin), `unfold.default` (one `take` of the windows),
   `convolution.default` with `transposed` on 5-D input (Relax's `conv3d_transpose`; the importer stops
   at 2-D) and every other convolution through the importer's own converter, `amax`, `var_mean`,
   `bitwise_right_shift`.
@@ -92,6 +94,18 @@ def _var_mean(node, imp) -> relax.Var:
     return bb.emit(relax.Tuple([var, mean]))
 
 
+def _select(node, imp) -> relax.Var:
+    """x.select(dim, i) with i < 0 counted from the end: the importer's `take` (mode "fast") reads out of
+    bounds for a negative index (`out[:, -1, :]`, the last step of a sequence, gave NaN)."""
+    x = imp.env[node.args[0]]
+    shape = _static(imp.shape_of(x))
+    dim = int(node.args[1]) % len(shape)
+    index = int(node.args[2])
+    if index < 0:
+        index += shape[dim]
+    return imp.block_builder.emit(relax.op.take(x, relax.const(index, "int64"), dim))
+
+
 def _right_shift(node, imp) -> relax.Var:
     x = imp.env[node.args[0]]
     y = node.args[1]
@@ -107,7 +121,17 @@ CUSTOM_CONVERTERS: dict[str, Any] = {
     "var_mean.correction": _var_mean,
     "bitwise_right_shift.Tensor_Scalar": _right_shift,
     "bitwise_right_shift.Tensor": _right_shift,
+    "select.int": _select,
 }
+
+
+def _with_recurrent(table: dict[str, Any]) -> dict[str, Any]:
+    from leka.tvm_adapter.recurrent import CONVERTERS
+
+    return {**table, **CONVERTERS}
+
+
+CUSTOM_CONVERTERS = _with_recurrent(CUSTOM_CONVERTERS)
 
 
 def importer_table() -> set[str]:
@@ -135,7 +159,12 @@ def decompose_missing(ep):
     import torch
     from torch._decomp import decomposition_table
 
-    ep = ep.run_decompositions()
+    decomps = torch.export.default_decompositions()
+    # kept whole: recurrent.py imports them as loops, where PyTorch's decomposition unrolls every step
+    for op in (torch.ops.aten.lstm.input, torch.ops.aten.gru.input):
+        if op in decomps:
+            decomps.pop(op)
+    ep = ep.run_decompositions(decomps)
     table = importer_table()
     for op in missing_ops(ep, table):
         if not (isinstance(op, torch._ops.OpOverload) and op in decomposition_table):
