@@ -116,6 +116,39 @@ def _device_call(kind: str, model: Any, prepared: Any, backend: str, threads: in
     return [lambda s=s: call(s) for s in slots], kind == "torch_compile_cg"
 
 
+class _Slots:
+    """The baseline's argument sets on its engine's device (torch tensors; numpy arrays for an engine
+    on the CPU) and the untimed upload of a request's windows into them."""
+
+    def __init__(self, shapes: list[tuple[tuple[int, ...], np.dtype]], n: int, numpy_args: bool, on_cuda: bool):
+        import torch
+
+        self.torch, self.shapes, self.numpy_args, self.on_cuda = torch, shapes, numpy_args, on_cuda
+        dev = "cuda" if on_cuda else "cpu"
+        self.sets = [[np.zeros(shape, dtype) if numpy_args
+                      else torch.zeros(shape, dtype=torch.from_numpy(np.zeros(0, dtype)).dtype, device=dev)
+                      for shape, dtype in shapes] for _ in range(max(1, n))]
+
+    def sync(self) -> None:
+        if self.on_cuda:
+            self.torch.cuda.synchronize()
+
+    def upload(self, buf, starts, offsets: np.ndarray, n: int) -> None:
+        k = len(self.shapes)
+        for s in range(int(n)):
+            for i, (shape, dtype) in enumerate(self.shapes):
+                src = np.frombuffer(buf, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)),
+                                    offset=int(starts[i]) + int(offsets[s * k + i])).reshape(shape)
+                if self.numpy_args:
+                    np.copyto(self.sets[s][i], src)
+                else:
+                    self.sets[s][i].copy_(self.torch.from_numpy(src.copy()))
+        self.sync()
+
+    def read(self, s: int) -> list[np.ndarray]:
+        return [np.array(t) if self.numpy_args else t.cpu().numpy() for t in self.sets[int(s)]]
+
+
 def py_device_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepared: Any,
                      n_slots: int) -> sandbox.Served:
     """A PyTorch / engine baseline on a device backend's judge: the same upload / run / fetch requests
@@ -131,38 +164,15 @@ def py_device_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepare
         from benchmark.refs import flat_outputs
 
         torch.set_num_threads(threads)
-        numpy_args = kind in baselines.engines.ENGINES and not on_cuda
-        dev = "cuda" if on_cuda else "cpu"
-        slots = [[np.zeros(shape, dtype) if numpy_args
-                  else torch.zeros(shape, dtype=torch.from_numpy(np.zeros(0, dtype)).dtype, device=dev)
-                  for shape, dtype in shapes] for _ in range(max(1, n_slots))]
-        calls, overwritten = _device_call(kind, model, prepared, backend, threads, slots, on_cuda)
-
-        def sync() -> None:
-            if on_cuda:
-                torch.cuda.synchronize()
-
+        slots = _Slots(shapes, n_slots, kind in baselines.engines.ENGINES and not on_cuda, on_cuda)
+        calls, overwritten = _device_call(kind, model, prepared, backend, threads, slots.sets, on_cuda)
         # warm-up on slot 0 (zeros): torch.compile compiles, CUDA graphs record, allocators and sessions
         # make their first buffers, all before the judge times anything
         for _ in range(3 if kind == "torch_compile_cg" else 2):
             calls[0]()
-        sync()
+        slots.sync()
         held: list[Any] = []
         order: list[int] = []
-
-        def upload(offsets: np.ndarray, n: int) -> None:
-            k = len(shapes)
-            for s in range(int(n)):
-                for i, (shape, dtype) in enumerate(shapes):
-                    at = int(pool.starts[i]) + int(offsets[s * k + i])
-                    src = np.frombuffer(buf, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)),
-                                        offset=at).reshape(shape)
-                    dst = slots[s][i]
-                    if numpy_args:
-                        np.copyto(dst, src)
-                    else:
-                        dst.copy_(torch.from_numpy(src.copy()))
-            sync()
 
         def run(n: int, slots_addr: int) -> int:
             held.clear()  # the last request's outputs go
@@ -170,21 +180,18 @@ def py_device_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepare
             for c in range(int(n)):
                 out = calls[order[c]]()
                 held.append(None if overwritten else out)
-            sync()
+            slots.sync()
             return int(n)
 
         def fetch(j: int) -> list[np.ndarray]:
             out = held[int(j)]
             if out is None:  # a CUDA graph's replay: its outputs recomputed on the call's own slot
                 out = calls[order[int(j)]]()
-                sync()
+                slots.sync()
             return flat_outputs(out)
 
-        def inputs(s: int) -> list[np.ndarray]:
-            return [np.array(t) if numpy_args else t.cpu().numpy() for t in slots[int(s)]]
-
-        return sandbox.DeviceServe(upload=upload, run=run, fetch=fetch, inputs=inputs, profile=None,
-                                   slots=len(slots))
+        return sandbox.DeviceServe(upload=lambda offsets, n: slots.upload(buf, pool.starts, offsets, n), run=run,
+                                   fetch=fetch, inputs=slots.read, profile=None, slots=len(slots.sets))
 
     return sandbox.Served(setup=setup, n_outputs=len(st.root.outputs), threads=threads, sandbox=False,
                           guard=False, device=True)
