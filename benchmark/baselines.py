@@ -180,6 +180,12 @@ def prebuild(kind: str, *, task: Task, root: ir.Root, backend: str, target, ms_d
     return A.VMRunner(ex, A.device_for(backend), memory_cfg=memory_cfg)
 
 
+def is_root_program(kind: str) -> bool:
+    """Whether this baseline is the task's root candidate itself (untuned TVM is the default lowering of
+    the root): the root timed against it is an A-vs-A, its own noise floor (benchmark/evaluator.py)."""
+    return kind == "untuned"
+
+
 def vm_rotating_timer(runner: A.VMRunner, sets: list[list[np.ndarray]], *,
                       check: Callable[[int, Any], None] | None = None, guard: Callable[[], None] | None = None,
                       cache_dir: str | None = None, hold: int | None = None) -> Timer:

@@ -226,8 +226,11 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
     # (for normal log-ratios the width is independent of the mean)
     target = float(cfg.get("ci_width", 0.0) or 0.0)
     min_pairs = int(cfg.get("min_pairs", 3))
+    budget = float(cfg.get("timing_budget_s", 4.0))
+    below = cfg.get("decide_below")
 
     tcs, tbs = [], []
+    stop = ""
     for i in range(pairs):
         if i % 2 == 0:
             tc, tb = _pair((cand, nc, rc), (base, nb, rb))
@@ -235,13 +238,33 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
             tb, tc = _pair((base, nb, rb), (cand, nc, rc))
         tcs.append(tc)
         tbs.append(tb)
-        if target and i + 1 >= min_pairs and i + 1 < pairs:
+        if i + 1 >= pairs:
+            break
+        if i + 1 >= min_pairs:
             _, lo, hi = stats.speedup_interval(tbs, tcs, level)
-            if stats.rel_width(lo, hi) <= target:
-                break  # precise enough: more pairs would only spend the evaluation's time
+            if target and stats.rel_width(lo, hi) <= target:
+                stop = "width"  # precise enough: more pairs would only spend the evaluation's time
+                break
+            if below is not None and decided_below(tbs, tcs, float(below), level, pairs):
+                stop = "decided"
+                break
+            if time.perf_counter() - t0 >= budget:
+                # the plan came from single calls; a sandboxed sample costs more (its check runs the other
+                # arm once, a warm call, the pool's fill): the wall clock, not the plan, ends the timing
+                stop = "budget"
+                break
     point, lo, hi = stats.speedup_interval(tbs, tcs, level)
     ratios = [b / c for b, c in zip(tbs, tcs, strict=True) if c > 0]
-    floor = noise_floor(base, cfg, nb, rb, statistics.median(tbs)) if cfg.get("noise_floor") else None
+    if cfg.get("noise_floor") == "self":
+        # the candidate is the baseline's own program (the root against untuned TVM): this comparison is
+        # the A-vs-A, so it is the noise floor, and a second one would time the same thing twice
+        width = stats.rel_width(lo, hi)
+        floor = {"speedup": point, "lo": lo, "hi": hi, "pairs": len(tcs), "width": width if math.isfinite(width) else None,
+                 "number": nb, "timing_s": round(time.perf_counter() - t0, 3), "source": "the root's own comparison"}
+    elif cfg.get("noise_floor"):
+        floor = noise_floor(base, cfg, nb, rb, statistics.median(tbs))
+    else:
+        floor = None
     wall = time.perf_counter() - t0
     busy = load.finish(snap, float(cfg.get("load_share", 0.25)))
     after = machine_state.snapshot(gpu) if probe_load else None
@@ -249,9 +272,28 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
             "ci_width": stats.rel_width(lo, hi), "max_ci_width": float(cfg.get("max_ci_width", 0.25)),
             "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
             "spread": _spread(ratios), "pairs": len(tcs), "number": [nc, nb], "repeats": [rc, rb],
-            "limited": plan["limited"], "timing_s": wall,
+            "limited": plan["limited"], "timing_s": wall, "stop": stop or "planned",
+            "decided_below": float(below) if stop == "decided" else None,
             "first_call_s": plan["first_call_s"], "plan_call_s": plan["plan_call_s"],
             "machine_load": busy, "platform": machine_state.around(before, after, busy)}
+
+
+def decided_below(t_base: list[float], t_cand: list[float], threshold: float, level: float, looks: int) -> bool:
+    """Whether the speedup is decided to be under `threshold` (the parent's speedup: an edit that made it
+    slower), so that more pairs would not change what the search does with it.
+
+    The rule (issue 44): after each pair from `min_pairs` on, the interval is computed at the level
+    1 - (1 - level) / looks, `looks` being the most pairs planned (a Bonferroni split of the error over
+    every look the loop could take); the timing stops when that wider interval's upper bound is under
+    `threshold`. Whatever the true speedup s >= threshold, the chance that any look wrongly says "under"
+    is at most (1 - level) by the union bound over the looks, so the decision keeps the error the
+    nominal interval promises, despite looking after every pair. Only "under" stops (an improvement is
+    timed to its width or budget: its value is what the search keeps). The reported interval is still
+    the nominal one of the pairs taken; a stop here is recorded (`stop` "decided", extra["decided_below"])
+    so a reader knows the point came from an early, position-dependent stop."""
+    alpha = (1 - level) / max(1, looks)
+    _, _, hi = stats.speedup_interval(t_base, t_cand, 1 - alpha)
+    return hi is not None and hi < threshold
 
 
 def noise_floor(base: Timer, cfg: dict[str, Any], number: int, repeats: int, t_call: float) -> dict[str, Any]:
@@ -291,8 +333,14 @@ def record(res, tm: dict[str, Any]) -> None:
     res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
     bound = tm["max_ci_width"]
     one_pair = tm["speedup_lo"] is None
-    res.timing_valid = one_pair or tm["ci_width"] <= bound
+    # a stop decided below the parent (decided_below) is valid whatever its nominal width: its verdict,
+    # slower than the parent, holds at the nominal error rate (decided_below's docstring)
+    res.timing_valid = one_pair or tm["ci_width"] <= bound or tm.get("decided_below") is not None
     res.extra["number"] = tm["number"]
+    if tm.get("stop"):  # what ended the pairs: planned, width, decided, budget
+        res.extra["timing_stop"] = tm["stop"]
+    if tm.get("decided_below") is not None:
+        res.extra["decided_below"] = tm["decided_below"]
     if "first_call_s" in tm:  # each arm's first call and the call its samples were planned from
         res.extra["first_call_s"] = [float(f"{t:.3g}") for t in tm["first_call_s"]]
         res.extra["plan_call_s"] = [float(f"{t:.3g}") for t in tm["plan_call_s"]]

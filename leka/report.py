@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,11 @@ def write_results(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final:
     best_node = tree.answer()  # never a validly timed slowdown when the root is correct
     summary = run_summary(run_dir, cfg, task, tree, final, ledger, best_node)
     if export and best_node is not None:
+        t0 = time.monotonic()
         summary["export"] = export_best(run_dir, task, tree, best_node, evaluator)
+        # the export is the run's last step, inside its budget (the loop kept a reserve for it: issue 44)
+        summary["final_eval_s"] = round(time.monotonic() - t0, 2)
+        summary["budget_used_s"] = round(summary["budget_used_s"] + summary["final_eval_s"], 2)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     (run_dir / "report.md").write_text(render_report(summary, tree, best_node, edit_summary, ledger))
     try:
@@ -141,8 +146,10 @@ def export_best(run_dir: Path, task: Task, tree: Tree, best_node, evaluator) -> 
 
     cand = ir.Candidate.model_validate_json(tree.artifact(best_node.id, "candidate.json"))
     so = run_dir / "best.so"
-    res = evaluator.evaluate(task, cand, time_it=False, export=str(so))
-    if res.correct and so.exists():
+    # build and export only: the node's own evaluation checked this candidate, and a second check cost a
+    # Level-3 task minutes past its budget (issue 44)
+    res = evaluator.evaluate(task, cand, time_it=False, export=str(so), check=False)
+    if res.error_kind is None and so.exists():
         (run_dir / "load_best.py").write_text(LOADER.format(task=task.id))
         return {"so": "best.so", "loader": "load_best.py"}
     return {"error": res.error or "export failed"}

@@ -30,7 +30,7 @@ class TableEvaluator:
     def __init__(self, table: dict[str, float], crash_at: int | None = None):
         self.table, self.crash_at, self.calls = table, crash_at, []
 
-    def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False):
+    def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False, **_):
         if self.crash_at is not None and len(self.calls) + 1 == self.crash_at:
             self.crash_at = None
             raise RuntimeError("the evaluator died (simulated kill)")
@@ -184,7 +184,7 @@ def test_a_child_is_evaluated_and_expanded_as_one_candidate(tmp_path):
             return super().propose(candidate, context)
 
     class SeeingEvaluator(TableEvaluator):
-        def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False):
+        def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False, **_):
             self.seen = [*getattr(self, "seen", []), candidate]
             return super().evaluate_full(task, candidate, profile=profile)
 

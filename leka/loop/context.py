@@ -85,6 +85,55 @@ class RunContext:
                     return f"LLM token budget of {run.max_tokens} used"
         return None
 
+    # ---- what evaluations cost (issue 44: a run ends within 5% of its budget) ------------------------
+    def _costs(self) -> list[tuple[float, float]]:
+        """(wall seconds the loop waited for an evaluation, of which its timing phase) per evaluated node,
+        oldest first; the loop records the first as meta["cost_s"] (older trees: the child's own wall)."""
+        out = []
+        for n in self.tree.nodes():
+            if n.result is None or n.status == "proposed":
+                continue
+            cost = n.meta.get("cost_s", n.meta.get("eval_s"))
+            if cost is None:
+                continue
+            phases = n.result.extra.get("phase_s") or {}
+            out.append((float(cost), float(phases.get("time_step", 0.0) or 0.0)))
+        return out
+
+    def eval_fixed_s(self) -> float:
+        """What an evaluation costs here besides its timing phase (build, checks, profile, the child's
+        start): the median of the last five evaluations' (the root's alone at first, whose cold build
+        makes it an overestimate)."""
+        costs = self._costs()[-5:]
+        if not costs:
+            return 0.0
+        fixed = sorted(max(0.0, c - t) for c, t in costs)
+        return fixed[len(fixed) // 2]
+
+    def final_reserve_s(self) -> float:
+        """Budget kept for the run's last step, the export of the best node (a build and an export, no
+        check: leka.report.export_best), so that the run ends within its budget: half an evaluation's
+        fixed cost (most of which is the check the export skips), at least a second."""
+        return max(1.0, 0.5 * self.eval_fixed_s()) if self._costs() else 0.0
+
+    def over_budget_reserved(self, used_s: float, evals: int) -> str | None:
+        """`over_budget` with the final export's reserve counted as spent."""
+        return self.over_budget(used_s + self.final_reserve_s(), evals)
+
+    def eval_plan(self, used_s: float) -> tuple[bool, float | None]:
+        """(whether to start one more evaluation, its timing budget). The budget left after the export's
+        reserve goes to this evaluation's timing when it is less than evaluator.timing_budget_s; an
+        evaluation that would end nearer the budget's end by not starting (under half its fixed cost
+        left) is not started, so the run's end falls within half an evaluation of its budget either way."""
+        left = self.cfg.run.budget_s - used_s - self.final_reserve_s()
+        fixed = self.eval_fixed_s()
+        if left <= 0 or (fixed > 0 and left < 0.5 * fixed):
+            return False, None
+        timing = left - fixed
+        if timing >= self.cfg.evaluator.timing_budget_s:
+            return True, None
+        return True, max(0.0, timing)
+
     def deadline(self, state: RunState) -> float:
         """Absolute monotonic time at which the wall-clock budget ends (for LLM calls)."""
         return self.t_mark + (self.cfg.run.budget_s - state.get("budget_used_s", 0.0))

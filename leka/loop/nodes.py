@@ -4,6 +4,7 @@ evaluated yet is evaluated on resume; an evaluated one is not redone."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,9 +29,10 @@ def init(state: RunState, runtime: Runtime[RunContext]) -> RunState:
         return {"current": roots[0].id, **({} if state.get("current") else fresh_state())}
     cand = ir.root_candidate(ctx.task, ctx.cfg.backend, ctx.root)
     # the root is the baseline's own program: its evaluation also states the run's noise floor
-    res, prof = ctx.evaluator.evaluate_full(ctx.task, cand, profile=True, noise_floor=True)
+    t0 = _start(ctx)
+    res, prof = ctx.evaluator.evaluate_full(ctx.task, cand, profile=True, noise_floor=True, is_root=True)
     nid = ctx.tree.add_node(None, None, None, cand.digest, result=res, profile=prof,
-                            artifacts=artifacts(cand), meta={"eval_s": res.wall_s})
+                            artifacts=artifacts(cand), meta={"eval_s": res.wall_s, "cost_s": _cost(ctx, t0)})
     ctx.keep_candidate(nid, cand)
     ctx.on_event("evaluated", {"node": nid, "result": res, "level": None})
     return {**fresh_state(), "current": nid, "evals": 1, "budget_used_s": ctx.tick(state)}
@@ -40,7 +42,7 @@ def sense(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     """Check the budget; the profile of the current node is already in the tree."""
     ctx = runtime.context
     used = ctx.tick(state)
-    stop = ctx.over_budget(used, state.get("evals", 0))
+    stop = ctx.over_budget_reserved(used, state.get("evals", 0))
     if stop:
         return {"budget_used_s": used, "done": True, "stop_reason": stop}
     ctx.on_event("sense", {"node": state["current"], "budget_used_s": used})
@@ -156,10 +158,13 @@ def evaluate(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     for nid in pending:
         used = ctx.tick(state)
         state = {**state, "budget_used_s": used}
-        if ctx.over_budget(used, evals):
+        go, timing_s = ctx.eval_plan(used)
+        if not go or ctx.over_budget(used, evals):
             break
-        res, prof = ctx.evaluator.evaluate_full(ctx.task, ctx.candidate(nid), profile=True)
-        node = ctx.tree.update(nid, result=res, profile=prof, meta={"eval_s": res.wall_s})
+        t0 = _start(ctx)
+        res, prof = ctx.evaluator.evaluate_full(ctx.task, ctx.candidate(nid), profile=True, timing_budget_s=timing_s,
+                                                decide_below=_parent_speedup(ctx, nid))
+        node = ctx.tree.update(nid, result=res, profile=prof, meta={"eval_s": res.wall_s, "cost_s": _cost(ctx, t0)})
         evals += 1
         ctx.on_event("evaluated", {"node": nid, "result": res, "level": node.level, "status": node.status})
     exp = dict(state.get("expansions", {}))
@@ -170,9 +175,13 @@ def evaluate(state: RunState, runtime: Runtime[RunContext]) -> RunState:
 def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     ctx = runtime.context
     used = ctx.tick(state)
-    stop = ctx.over_budget(used, state.get("evals", 0))
+    stop = ctx.over_budget_reserved(used, state.get("evals", 0))
     if stop:
         return {"budget_used_s": used, "done": True, "stop_reason": stop}
+    if not ctx.eval_plan(used)[0]:
+        return {"budget_used_s": used, "done": True,
+                "stop_reason": f"wall-clock budget of {ctx.cfg.run.budget_s:g} s used: {ctx.cfg.run.budget_s - used:.0f} s "
+                               f"left, less than half an evaluation ({ctx.eval_fixed_s():.0f} s) after the export's reserve"}
     # greedy search (an ablation): no exploration bonus, so only the current best node is expanded
     explore = 0.0 if ctx.cfg.run.search == "greedy" else ctx.cfg.run.explore
     nxt = choose_next(ctx.tree, state, ctx.layers, explore)
@@ -197,6 +206,29 @@ def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
 def finish(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     runtime.context.tree.expire_pending()
     return {"done": True, "budget_used_s": runtime.context.tick(state)}
+
+
+def _cost(ctx: RunContext, t0: tuple[float, float]) -> float:
+    """The loop's wall time for one evaluation since `t0` (`_start`), less the slot waits the budget does
+    not count: what the run's budget paid for it."""
+    waited = float(getattr(ctx.evaluator, "wait_s", 0.0)) - t0[1]
+    return round(max(0.0, time.monotonic() - t0[0] - max(0.0, waited)), 3)
+
+
+def _start(ctx: RunContext) -> tuple[float, float]:
+    return time.monotonic(), float(getattr(ctx.evaluator, "wait_s", 0.0))
+
+
+def _parent_speedup(ctx: RunContext, nid: int) -> float | None:
+    """The parent's validly timed speedup: a child decided to be slower than it needs no more pairs
+    (benchmark/timing.py decided_below). None where the parent has no trusted speedup."""
+    node = ctx.tree.get(nid)
+    if node.parent is None:
+        return None
+    r = ctx.tree.get(node.parent).result
+    if r is None or not r.correct or not r.timing_valid or not r.speedup:
+        return None
+    return float(r.speedup)
 
 
 def artifacts(c: ir.Candidate) -> dict[str, str | bytes]:
