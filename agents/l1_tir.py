@@ -228,7 +228,7 @@ def _suffix_parallel_vectorize(r: Recorder, loops: list[str], j: int, lanes: int
     vf = vector_factor(n, lanes) if n >= lanes else n
     if vf <= 1:
         return
-    m = vm if vm > 1 and n % (vf * vm) == 0 else 1
+    m = max(d for d in divisors(n // vf) if d <= max(1, vm))  # a divisor again: no remainder loop
     o, u, v = r.do("split", suf[0], [None, m, vf])
     outer = [*loops[:-j], o]
     total = 1
@@ -243,11 +243,12 @@ def _suffix_parallel_vectorize(r: Recorder, loops: list[str], j: int, lanes: int
 
 
 def rows_trace(func, info: KernelInfo, lanes: int, inline_multi: bool, par: bool = True,
-               rfactor: bool = False) -> list[dict[str, Any]] | None:
+               rfactor: bool = False, acc_vectors: int = 1) -> list[dict[str, Any]] | None:
     """Row reductions (norms, softmax, means): one parallel row loop, every block computed under it.
     `rfactor`: each reduction over a row accumulates in a vector of `lanes` partial results (the row's
     loop split [k / lanes, lanes], the inner part rfactored into a spatial, vectorised axis, its init
-    hoisted), then sums the lanes once: the reduction runs at vector width, not one scalar chain."""
+    hoisted), then sums the lanes once: the reduction runs at vector width, not one scalar chain;
+    `acc_vectors` such vectors side by side (independent accumulators hide the add's latency)."""
     r = Recorder(func)
     outs = [b for b in info.blocks if b.name in info.outputs] or [info.blocks[-1]]
     consumers: dict[str, int] = {}
@@ -281,7 +282,7 @@ def rows_trace(func, info: KernelInfo, lanes: int, inline_multi: bool, par: bool
         bl = r.loops(b)
         if info.block(n).is_reduction:
             if rfactor:
-                _vector_accumulate(r, b, lanes)
+                _vector_accumulate(r, b, lanes * max(1, acc_vectors))
             continue
         if bl and r.extent(bl[-1]) > 1:
             r.try_("vectorize", bl[-1])
@@ -344,6 +345,29 @@ def cpu_variants(func, info: KernelInfo, lanes: int) -> list[tuple[str, list[dic
     return out
 
 
+# what widened rounds add for memory-bound kernels (issue 44: a run stopped with "nothing left to expand"
+# at 96 s of 120 on l1_gelu_tanh): vectors per step x threads for element-wise kernels, accumulator
+# vectors x producers inlined or not x threads for row reductions; nearest to the first guesses first
+WIDE_INJ = ((2, True), (4, True), (8, True), (2, False), (4, False), (3, True), (6, True), (8, False))
+WIDE_RED = ((2, False, True), (4, False, True), (1, True, True), (2, True, True), (1, False, False),
+            (2, False, False), (4, True, True), (8, False, True))
+
+
+def wide_memory_variants(func, info: KernelInfo, lanes: int) -> list[tuple[str, list[dict[str, Any]] | None]]:
+    """A widened round's variants for element-wise and row-reduction kernels (GEMM-like: `wide_cpu_variants`)."""
+    out: list[tuple[str, list[dict[str, Any]] | None]] = []
+    if info.kind == "reduction":
+        for m, inline_multi, par in WIDE_RED:
+            out.append((f"rows: {m} accumulator vector(s) of {lanes}" + (", producers inlined" if inline_multi else "")
+                        + ("" if par else ", no threads") + " (widened)",
+                        _safe(rows_trace, func, info, lanes, inline_multi, par, True, m)))
+    elif info.kind == "injective":
+        for vm, par in WIDE_INJ:
+            out.append((f"injective: {vm} vectors of {lanes} a step" + ("" if par else ", no threads") + " (widened)",
+                        _safe(injective_trace, func, info, lanes, par, vm)))
+    return out
+
+
 # the register tiles a widened round adds (issue 30): every rows x vector-multiple x k-unroll of these not
 # in the first grid, nearest to the first guesses first (rows, then the vector multiple)
 WIDE_ROWS = (8, 4, 16, 2, 32)
@@ -353,9 +377,9 @@ WIDE_KS = (0, 4)
 
 def wide_cpu_variants(func, info: KernelInfo, lanes: int) -> list[tuple[str, list[dict[str, Any]] | None]]:
     """What a widened round (run.widen_rounds) offers beyond `cpu_variants`: for GEMM-like kernels the
-    rest of the register-tile grid; other kinds have their few variants already."""
+    rest of the register-tile grid; for element-wise and reduction kernels `wide_memory_variants`."""
     if info.kind not in GEMM_KINDS:
-        return []
+        return wide_memory_variants(func, info, lanes)
     out = []
     for rows in WIDE_ROWS:
         for vm in WIDE_VM:

@@ -175,7 +175,9 @@ class RunConfig(_Section):
     # no idle budget (issue 30): once every node's levels had nothing more to propose, the search
     # reopens them this many times, each round widened (AgentContext.extra["widen"]: the rule L1 agent
     # then offers variants for kernels already scheduled and wider tile grids); 0 = stop there
-    widen_rounds: int = Field(2, ge=0)
+    # (issue 44) rounds go on while one finds something new: the rule L1 agent walks its wider grids three
+    # untried variants a kernel at a time, so a run does not stop with budget left while they last
+    widen_rounds: int = Field(20, ge=0)
 
     # checked here, not by the command line, so a config file, `--set`, the experiment runner and
     # `--resume` (the run folder's config.yaml) all meet the same checks

@@ -113,8 +113,8 @@ class RunContext:
     def final_reserve_s(self) -> float:
         """Budget kept for the run's last step, the export of the best node (a build and an export, no
         check: leka.report.export_best), so that the run ends within its budget: half an evaluation's
-        fixed cost (most of which is the check the export skips), at least a second."""
-        return max(1.0, 0.5 * self.eval_fixed_s()) if self._costs() else 0.0
+        fixed cost (the child's start and the build, without the check and the profile it skips)."""
+        return 0.5 * self.eval_fixed_s()
 
     def over_budget_reserved(self, used_s: float, evals: int) -> str | None:
         """`over_budget` with the final export's reserve counted as spent."""

@@ -129,6 +129,8 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
         ctx.keep_candidate(child, new)
         proposed.append(child)
     upd: RunState = {"proposed": proposed}
+    if proposed and state.get("widen"):
+        upd["widen_fresh"] = True  # this widened round found something new: another may too
     if not proposed:
         ex = dict(state.get("exhausted", {}))
         ex[str(nid)] = sorted(set(ex.get(str(nid), [])) | {level})
@@ -189,15 +191,18 @@ def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     widen = state.get("widen", 0)
     # only where an enabled level's agent has more to offer when widened (its `widens`: the rule L1
     # agent's wider grids); a model-backed agent asked again would repeat its answer at a cost
-    if nxt is None and widen < ctx.cfg.run.widen_rounds and any(
+    # a widened round that found nothing new at any node ends the widening: the next would find nothing too
+    spent = widen > 0 and not state.get("widen_fresh", False)
+    if nxt is None and not spent and widen < ctx.cfg.run.widen_rounds and any(
             getattr(ctx.agents.get(lv), "widens", False) for lv in ctx.layers):
         # every node had nothing more at every level, and budget is left: reopen them, widened (the
         # agents see extra["widen"]); what was tried stays tried, so a round adds only what is new
-        upd = {"widen": widen + 1, "exhausted": {}}
+        upd = {"widen": widen + 1, "exhausted": {}, "widen_fresh": False}
         nxt = choose_next(ctx.tree, {**state, "exhausted": {}}, ctx.layers, explore)
         ctx.on_event("widen", {"round": widen + 1, "node": nxt})
     if nxt is None:
-        why = "nothing left to expand" + (f" (after {widen} widened round(s))" if widen else "")
+        why = "nothing left to expand" + (f" (after {widen} widened round(s)" + (", the last of which found nothing new)"
+                                                                              if spent else ")") if widen else "")
         return {"budget_used_s": used, "done": True, "stop_reason": why}
     return {**upd, "current": nxt, "iteration": state.get("iteration", 0) + 1, "budget_used_s": used,
             "level": "", "route_reason": ""}
