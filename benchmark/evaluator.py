@@ -44,9 +44,10 @@ class Evaluator:
         self.wait_s = 0.0  # waiting for a measuring slot (benchmark/slots.py): not the run's time
 
     def evaluate(self, task: Task, candidate=None, *, time_it: bool = True, baseline: str | None = None,
-                 profile: bool = False, export: str | None = None, noise_floor: bool = False) -> EvalResult:
+                 profile: bool = False, export: str | None = None, noise_floor: bool = False,
+                 check: bool = True) -> EvalResult:
         return self.evaluate_full(task, candidate, time_it=time_it, baseline=baseline, profile=profile,
-                                  export=export, noise_floor=noise_floor)[0]
+                                  export=export, noise_floor=noise_floor, check=check)[0]
 
     def evaluate_full(self, task: Task, candidate=None, *, time_it: bool = True, baseline: str | None = None,
                       profile: bool = False, export: str | None = None,

@@ -71,6 +71,7 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         "route_reasons": [n.route_reason for n in nodes if n.route_reason][:50],
     }
     summary.update(roof_summary(best_node))
+    summary["kernel_budget"] = kernel_budget(nodes, cfg.router.near_roof)
     summary.update(audit_summary(nodes, best_node))
     # the run's noise floor: its root (the baseline's own program) also timed the baseline against itself
     root = next((n for n in nodes if n.parent is None and n.result is not None), None)
@@ -100,6 +101,78 @@ def roof_summary(node) -> dict[str, Any]:
     return {"best_roof_fraction": round(tr.fraction, 4), "best_sol_score": None if tr.sol is None else round(tr.sol, 4),
             "best_roof_s": tr.roof_s, "best_t_s": tr.measured_s, "best_roof_bound": tr.bound,
             "roof": f"{tr.peaks_key} ({tr.peaks_source})"}
+
+
+def _edit_kernels(edit) -> list[str]:
+    """The kernels (PrimFunc names) an edit works on: a trace's or a source's target, a batch's traces."""
+    if edit is None or edit.level == "L0":
+        return []
+    if edit.kind == "traces":
+        return list((edit.payload or {}).get("traces", {}))
+    return [edit.target] if edit.target else []
+
+
+def kernel_budget(nodes, near_roof: float) -> list[dict[str, Any]]:
+    """Issue 44, item 4: where the run's evaluations went, per kernel of the root's profile, and why.
+    Evaluations go by time share x distance to the roof (agents/common.py rank_kernels, the router's
+    scores); a kernel at `near_roof` of its roof or above is left alone. Per kernel: its share and roof
+    fraction at the root, its score, the evaluations and seconds of the nodes whose edit worked on it,
+    its roof fraction in the best profile that has it, and the reason in words."""
+    root = next((n for n in nodes if n.parent is None), None)
+    rows = ((root.profile or {}).get("kernels") or []) if root is not None else []
+    if not rows:
+        return []
+    spent: dict[str, list[float]] = {}
+    for n in nodes:
+        cost = n.meta.get("cost_s", n.meta.get("eval_s"))
+        if cost is None:  # never evaluated: an edit that did not apply, or one the budget did not reach
+            continue
+        for k in _edit_kernels(n.edit):
+            spent.setdefault(k, []).append(float(cost))
+    latest: dict[str, float] = {}  # the last evaluated profile's roof fraction per kernel (node order)
+    for n in nodes:
+        for r in (n.profile or {}).get("kernels") or []:
+            if r.get("roof_fraction") is not None:
+                latest[r["name"]] = float(r["roof_fraction"])
+    out = []
+    ranked = sorted((r for r in rows if r.get("roof_fraction") is None or float(r["roof_fraction"]) < near_roof),
+                    key=lambda r: -float(r.get("share") or 0.0) * (1.0 - min(1.0, float(r.get("roof_fraction") or 0.0))))
+    rank = {r["name"]: i + 1 for i, r in enumerate(ranked)}
+    for r in sorted(rows, key=lambda r: -float(r.get("share") or 0.0))[:12]:
+        name, share = r["name"], float(r.get("share") or 0.0)
+        frac = r.get("roof_fraction")
+        gap = 1.0 - min(1.0, max(0.0, float(frac))) if frac is not None else 1.0
+        evals = spent.get(name, [])
+        if frac is not None and float(frac) >= near_roof:
+            why = f"left alone: at {float(frac):.0%} of its roof (>= {near_roof:.0%})"
+        elif evals:
+            why = f"ranked #{rank.get(name, '?')} by share x distance to roof ({share:.0%} x {gap:.0%})"
+        elif share < 0.01:
+            why = "under 1% of the time: no edit was worth an evaluation"
+        else:
+            why = (f"ranked #{rank.get(name, '?')} ({share:.0%} x {gap:.0%}); no edit of its own: the budget went "
+                   "to higher-ranked kernels or to graph (L0) edits")
+        out.append({"kernel": name, "share": round(share, 4), "roof_fraction": None if frac is None else round(float(frac), 4),
+                    "score": round(share * gap, 4), "evaluations": len(evals), "eval_s": round(sum(evals), 1),
+                    "roof_fraction_last": latest.get(name), "why": why})
+    return out
+
+
+def kernel_budget_lines(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["## Budget by kernel", "",
+             "Evaluations go to kernels by time share x distance to their measured roof; a kernel at "
+             "`router.near_roof` of its roof is left alone (root's profile; an L0 edit works on the whole graph "
+             "and is not counted here).", "",
+             "| kernel | share | roof (root) | score | evaluations | seconds | roof (last profile) | why |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        rf = "-" if r["roof_fraction"] is None else f"{r['roof_fraction']:.1%}"
+        rl = "-" if r["roof_fraction_last"] is None else f"{r['roof_fraction_last']:.1%}"
+        lines.append(f"| {r['kernel']} | {r['share']:.1%} | {rf} | {r['score']:.3f} | {r['evaluations']} | "
+                     f"{r['eval_s']:.0f} | {rl} | {r['why']} |")
+    return [*lines, ""]
 
 
 def audit_summary(nodes, best_node) -> dict[str, Any]:
@@ -228,6 +301,7 @@ def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger
             if n.edit is not None and n.edit.rationale:
                 lines.append(f"|  |  |  | rationale: {n.edit.rationale[:160].replace('|', '/')} |  |  |  |")
         lines.append("")
+    lines += kernel_budget_lines(summary.get("kernel_budget") or [])
     if ledger is not None:
         d = ledger.to_dict(records=False)
         lines += ["## LLM accounting", "",

@@ -86,9 +86,10 @@ class RunContext:
         return None
 
     # ---- what evaluations cost (issue 44: a run ends within 5% of its budget) ------------------------
-    def _costs(self) -> list[tuple[float, float]]:
-        """(wall seconds the loop waited for an evaluation, of which its timing phase) per evaluated node,
-        oldest first; the loop records the first as meta["cost_s"] (older trees: the child's own wall)."""
+    def _costs(self) -> list[tuple[float, float, float]]:
+        """(wall seconds the loop waited for an evaluation, of which its timing phase, of which what an
+        export would repeat: the child's start, prepare and build) per evaluated node, oldest first (the
+        loop records the first as meta["cost_s"]; older trees: the child's own wall)."""
         out = []
         for n in self.tree.nodes():
             if n.result is None or n.status == "proposed":
@@ -96,8 +97,10 @@ class RunContext:
             cost = n.meta.get("cost_s", n.meta.get("eval_s"))
             if cost is None:
                 continue
-            phases = n.result.extra.get("phase_s") or {}
-            out.append((float(cost), float(phases.get("time_step", 0.0) or 0.0)))
+            ph = n.result.extra.get("phase_s") or {}
+            start = max(0.0, float(cost) - sum(float(v or 0.0) for v in ph.values())) if ph else 0.0
+            build = start + float(ph.get("prepare", 0.0) or 0.0) + float(ph.get("build", 0.0) or 0.0)
+            out.append((float(cost), float(ph.get("time_step", 0.0) or 0.0), build))
         return out
 
     def eval_fixed_s(self) -> float:
@@ -107,14 +110,17 @@ class RunContext:
         costs = self._costs()[-5:]
         if not costs:
             return 0.0
-        fixed = sorted(max(0.0, c - t) for c, t in costs)
+        fixed = sorted(max(0.0, c - t) for c, t, _ in costs)
         return fixed[len(fixed) // 2]
 
     def final_reserve_s(self) -> float:
-        """Budget kept for the run's last step, the export of the best node (a build and an export, no
-        check: leka.report.export_best), so that the run ends within its budget: half an evaluation's
-        fixed cost (the child's start and the build, without the check and the profile it skips)."""
-        return 0.5 * self.eval_fixed_s()
+        """Budget kept for the run's last step, the export of the best node (leka.report.export_best: the
+        child's start, prepare and build, then the export; no check, no profile, no timing), so that the
+        run ends within its budget: 1.25 x the most those steps took in the last three evaluations after
+        the root (the root's cold start only while it is the one there is), plus half a second to link."""
+        costs = self._costs()
+        recent = costs[1:][-3:] or costs[:1]
+        return 1.25 * max(b for _, _, b in recent) + 0.5 if recent else 0.0
 
     def over_budget_reserved(self, used_s: float, evals: int) -> str | None:
         """`over_budget` with the final export's reserve counted as spent."""

@@ -223,6 +223,43 @@ def l0_fast_math(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
                 relax.transform.DeadCodeElimination())(mod)
 
 
+@relax.expr_functor.mutator
+class _Top1(relax.PyExprMutator):
+    """topk(x, k=1) -> (max(x), argmax(x)) along its axis (min / argmin where not largest)."""
+
+    def visit_call_(self, call):
+        call = super().visit_call_(call)
+        if getattr(call.op, "name", "") != "relax.topk" or int(call.attrs.k) != 1:
+            return call
+        x, axis, largest = call.args[0], int(call.attrs.axis), bool(call.attrs.largest)
+        ret = str(call.attrs.ret_type)
+        value = (relax.op.max if largest else relax.op.min)(x, axis=axis, keepdims=True)
+        index = relax.op.astype((relax.op.argmax if largest else relax.op.argmin)(x, axis=axis, keepdims=True),
+                                str(call.attrs.dtype))
+        if ret == "values":
+            return value
+        if ret == "indices":
+            return index
+        return relax.Tuple([self.builder_.emit(value), self.builder_.emit(index)])
+
+
+@tvm.transform.module_pass(opt_level=0, name="LekaTop1ToMax")
+class _Top1Pass:
+    def transform_module(self, mod: tvm.IRModule, ctx) -> tvm.IRModule:
+        m = _Top1(mod)
+        for gv, func in mod.functions_items():
+            if isinstance(func, relax.Function):
+                m.builder_.update_func(gv, m.visit_expr(func))
+        return m.builder_.get()
+
+
+def l0_topk1_to_max(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    """topk with k = 1 (how torch.export writes `x.max(dim).values`: TVM 0.27 imports amax as topk) is a
+    sort per row in TVM's lowering; its value is the row's max (min) exactly, its index argmax (argmin):
+    one streaming reduction each. Unused indices are dropped."""
+    return _seq(_Top1Pass(), relax.transform.CanonicalizeBindings(), relax.transform.DeadCodeElimination())(mod)
+
+
 @dataclass(frozen=True)
 class L0Pass:
     name: str
@@ -240,6 +277,8 @@ L0_PASSES: dict[str, L0Pass] = {p.name: p for p in (
     L0Pass("conv1x1_to_matmul", l0_conv1x1_to_matmul, "1x1 convolutions become matmuls"),
     L0Pass("clip_to_relu_min", l0_clip_to_relu_min, "clip(x, 0, hi) becomes minimum(relu(x), hi)"),
     L0Pass("pow_to_multiply", l0_pow_to_multiply, "power(x, 2) -> x * x, power(x, 0.5) -> sqrt(x)"),
+    L0Pass("topk1_to_max", l0_topk1_to_max, "topk(k=1) -> max / argmax along its axis (exact; a sort per row "
+           "otherwise)"),
     L0Pass("fast_math", l0_fast_math, "exp, tanh, erf, softmax, GELU -> polynomial approximations that vectorise "
            "(the exact ones are one libm call per lane on CPUs); approximate within fp32 tolerance"),
     L0Pass("fuse", l0_fuse, "legalize and fuse operators into PrimFuncs in the graph itself"),
