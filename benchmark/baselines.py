@@ -19,7 +19,7 @@ import numpy as np
 from benchmark import engines
 from benchmark.roots import cache_root, load_root
 from benchmark.task import Task
-from benchmark.timing import Timer, looped_timer, rotating_timer, tvm_timer
+from benchmark.timing import Timer, looped_timer, rotating_timer, times_alone, tvm_timer
 from leka import ir
 from leka import tvm_adapter as A
 from leka.backends import get_backend
@@ -309,6 +309,8 @@ def start_prep(st: Any, device_worker: bool, overlap: bool = True) -> Background
     processes, benchmark/engines.py); None when nothing is prepared ahead."""
     job = st.job
     if not job.get("time") or not ((job.get("baseline") in ("untuned", "tuned") and overlap) or converts(st)):
+        return None
+    if st.sandboxed and times_alone(st.cfg):  # no baseline arm (issue 44: a slow one reused)
         return None
     return Background(lambda: prebuild(
         job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,

@@ -52,7 +52,8 @@ class Evaluator:
     def evaluate_full(self, task: Task, candidate=None, *, time_it: bool = True, baseline: str | None = None,
                       profile: bool = False, export: str | None = None,
                       noise_floor: bool = False, is_root: bool = False, timing_budget_s: float | None = None,
-                      decide_below: float | None = None, check: bool = True) -> tuple[EvalResult, dict | None]:
+                      decide_below: float | None = None, check: bool = True,
+                      reuse_baseline: list[float] | None = None) -> tuple[EvalResult, dict | None]:
         """(result, profile report as dict or None). `noise_floor`: also time the baseline against itself
         (EvalResult.extra["noise_floor"]; on in every evaluation with evaluator.noise_floor); `is_root`: the
         candidate is the task's root, which against a baseline that is its own program (untuned TVM:
@@ -61,12 +62,18 @@ class Evaluator:
         gets what is left of the budget); `decide_below`: timing stops once the speedup is decided to be
         under this (benchmark/timing.py decided_below). `check` False (with `time_it` False and no
         profile): build and export only, for a candidate whose own evaluation checked it already (the
-        run's export of its best node); the result says `extra["checked"]` False and is not `correct`."""
+        run's export of its best node); the result says `extra["checked"]` False and is not `correct`.
+        `reuse_baseline`: the root's per-call samples (its extra["baseline_samples"]): this candidate is
+        timed alone against them, no baseline built or run (issue 44; evaluator.reuse_baseline_s)."""
         kind = baseline or self.baseline.kind
         ecfg = self.cfg.model_dump(mode="json")
         ecfg["noise_floor"] = bool(ecfg.get("noise_floor") or noise_floor)
-        if ecfg["noise_floor"] and is_root and time_it and baselines.is_root_program(kind):
-            ecfg["noise_floor"] = "self"
+        if is_root and time_it and baselines.is_root_program(kind):
+            ecfg["root_program"] = True  # a slow root is timed alone: its samples are the baseline's
+            if ecfg["noise_floor"]:
+                ecfg["noise_floor"] = "self"
+        if reuse_baseline and time_it and not is_root:
+            ecfg["reuse_baseline"] = [float(t) for t in reuse_baseline]
         if timing_budget_s is not None:
             ecfg["timing_budget_s"] = max(0.0, float(timing_budget_s))
         if decide_below is not None:

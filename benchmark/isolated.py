@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark import audit, baselines, gpu_timing, memory, sandbox
+from benchmark import audit, baselines, gpu_timing, memory, sandbox, timing
 from benchmark.outputs import _np, compare
 from leka import tvm_adapter as A
 from leka.backends import get_backend
@@ -233,7 +233,7 @@ def start(st: Any) -> None:
                                 factor=float(cfg.get("sandbox_request_factor", 10.0)))
 
     st.workers["candidate"] = sandbox.start(cand_served, pool, "candidate", data_limit=cap, deadline=deadline())
-    if st.job.get("time") and st.job.get("baseline"):
+    if st.job.get("time") and st.job.get("baseline") and not timing.times_alone(cfg):
         kind = st.job["baseline"]
         if kind in ("untuned", "tuned"):
             base = st.base_prep.result() if st.base_prep is not None else baselines.prebuild(

@@ -278,6 +278,69 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
             "machine_load": busy, "platform": machine_state.around(before, after, busy)}
 
 
+def times_alone(cfg: dict[str, Any]) -> bool:
+    """Whether this evaluation times the candidate alone against the root's baseline samples (issue 44:
+    `reuse_baseline`, given by the run's loop): no baseline is built, forked or run then. (The root of a
+    slow task, `root_program`, is timed alone too, decided after its check: `alone_for`.)"""
+    return bool(cfg.get("reuse_baseline"))
+
+
+def alone_for(cfg: dict[str, Any], call_s: float) -> bool:
+    """Whether to time this candidate alone: given the root's samples, or the root itself (its program is
+    the baseline's: `root_program`) when one call takes `reuse_baseline_s` or more, so that its samples,
+    reused, spare every later evaluation the baseline's slow calls."""
+    if times_alone(cfg):
+        return True
+    limit = float(cfg.get("reuse_baseline_s", 0.0) or 0.0)
+    return bool(cfg.get("root_program")) and limit > 0 and call_s >= limit
+
+
+def alone_timing(cand: Timer, base_samples: Sequence[float] | None, cfg: dict[str, Any],
+                 probe_load: bool = True) -> dict[str, Any]:
+    """The candidate timed alone: samples of `number` calls (best of `repeats`), planned from one call,
+    until `timing_budget_s` of wall clock (at least one sample, at most `max_pairs`), or once after
+    `min_pairs` the interval's width is under `ci_width`. With `base_samples` (the root's, per call) the
+    speedup is `stats.ratio_interval` of them over these; without (the root itself, whose program is the
+    baseline's) it is 1 by construction and these samples are the baseline's, to be reused."""
+    before = machine_state.snapshot(False) if probe_load else None
+    t0 = time.perf_counter()
+    snap = load.start() if probe_load else None
+    t1 = cand.sample(1)
+    reps = max(1, int(cfg.get("sample_repeats", 3)))
+    n = max(1, math.ceil(cfg["sample_s"] / reps / max(t1, 1e-7)))
+    r = reps if n * t1 < cfg["sample_s"] else 1
+    level = float(cfg.get("ci_level", stats.LEVEL))
+    budget, most, least = float(cfg["timing_budget_s"]), int(cfg["max_pairs"]), int(cfg.get("min_pairs", 3))
+    target = float(cfg.get("ci_width", 0.0) or 0.0)
+    tcs: list[float] = []
+    stop = "planned"
+    while len(tcs) < most:
+        tcs.append(min(cand.sample(n) for _ in range(r)))
+        if time.perf_counter() - t0 >= budget and (len(tcs) >= least or n == 1):
+            stop = "budget"
+            break
+        if base_samples and target and len(tcs) >= least:
+            _, lo, hi = stats.ratio_interval(base_samples, tcs, level)
+            if stats.rel_width(lo, hi) <= target:
+                stop = "width"
+                break
+    if base_samples:
+        point, lo, hi = stats.ratio_interval(base_samples, tcs, level)
+        t_base = statistics.median(base_samples)
+    else:
+        point, lo, hi, t_base = 1.0, None, None, statistics.median(tcs)
+    wall = time.perf_counter() - t0
+    busy = load.finish(snap, float(cfg.get("load_share", 0.25)))
+    after = machine_state.snapshot(False) if probe_load else None
+    return {"speedup": point, "speedup_lo": lo, "speedup_hi": hi, "ci_level": level, "noise_floor": None,
+            "ci_width": stats.rel_width(lo, hi), "max_ci_width": float(cfg.get("max_ci_width", 0.25)),
+            "t_candidate_s": statistics.median(tcs), "t_baseline_s": t_base, "spread": _spread(tcs),
+            "pairs": len(tcs), "number": [n, n], "repeats": [r, r], "limited": n == 1 and len(tcs) < least,
+            "timing_s": wall, "first_call_s": [t1, t1], "plan_call_s": [t1, t1], "stop": stop,
+            "machine_load": busy, "platform": machine_state.around(before, after, busy),
+            "alone": "reused" if base_samples else "root", "samples": list(tcs)}
+
+
 def decided_below(t_base: list[float], t_cand: list[float], threshold: float, level: float, looks: int) -> bool:
     """Whether the speedup is decided to be under `threshold` (the parent's speedup: an edit that made it
     slower), so that more pairs would not change what the search does with it.
@@ -337,6 +400,14 @@ def record(res, tm: dict[str, Any]) -> None:
     # slower than the parent, holds at the nominal error rate (decided_below's docstring)
     res.timing_valid = one_pair or tm["ci_width"] <= bound or tm.get("decided_below") is not None
     res.extra["number"] = tm["number"]
+    if tm.get("alone") == "root":
+        # the root of a slow task, timed alone: its program is the baseline's, so these per-call times are
+        # the baseline's, reused by the run's later evaluations (issue 44)
+        res.extra["baseline_samples"] = [float(f"{t:.6g}") for t in tm["samples"]]
+        res.extra["timed_alone"] = "the root is the baseline's program: timed once, its samples reused"
+    elif tm.get("alone") == "reused":
+        res.extra["timed_alone"] = ("unpaired: the candidate's samples against the root's baseline samples "
+                                    "(Welch interval on the logs)")
     if tm.get("stop"):  # what ended the pairs: planned, width, decided, budget
         res.extra["timing_stop"] = tm["stop"]
     if tm.get("decided_below") is not None:

@@ -165,7 +165,7 @@ def evaluate(state: RunState, runtime: Runtime[RunContext]) -> RunState:
             break
         t0 = _start(ctx)
         res, prof = ctx.evaluator.evaluate_full(ctx.task, ctx.candidate(nid), profile=True, timing_budget_s=timing_s,
-                                                decide_below=_parent_speedup(ctx, nid))
+                                                decide_below=_parent_speedup(ctx, nid), **_reuse(ctx))
         node = ctx.tree.update(nid, result=res, profile=prof, meta={"eval_s": res.wall_s, "cost_s": _cost(ctx, t0)})
         evals += 1
         ctx.on_event("evaluated", {"node": nid, "result": res, "level": node.level, "status": node.status})
@@ -222,6 +222,15 @@ def _cost(ctx: RunContext, t0: tuple[float, float]) -> float:
 
 def _start(ctx: RunContext) -> tuple[float, float]:
     return time.monotonic(), float(getattr(ctx.evaluator, "wait_s", 0.0))
+
+
+def _reuse(ctx: RunContext) -> dict:
+    """The root's baseline samples where its evaluation timed it alone (a slow task whose baseline is the
+    root's own program: benchmark/timing.py alone_for): every later evaluation is timed against them."""
+    roots = ctx.tree.roots()
+    r = roots[0].result if roots else None
+    samples = r.extra.get("baseline_samples") if r is not None and r.correct else None
+    return {"reuse_baseline": samples} if samples else {}
 
 
 def _parent_speedup(ctx: RunContext, nid: int) -> float | None:
