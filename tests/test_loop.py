@@ -233,24 +233,25 @@ class EndlessAgent:
 
 
 def test_a_run_ends_within_5_percent_of_its_budget_the_export_reserved(tmp_path):
-    # issue 44: evaluations of 0.35 s (0.05 s build + 0.1 s check + 0.2 s of timing) in a 4 s budget: the
+    # issue 44: evaluations of 0.35 s (0.05 s build + 0.1 s check + 0.2 s of timing) in a 6 s budget: the
     # loop keeps the export's reserve (1.25 x the build and the child's start, + 0.5 s to link), gives the
     # last evaluation the timing that is left, and ends within 5% of the budget minus that reserve
     ev = SleepingEvaluator({}, fixed=0.15, timing_s=0.2)
-    ctx = make_ctx(tmp_path, {"L2": EndlessAgent("L2")}, ev, "run.routing=fixed:L2", "run.budget_s=4",
+    ctx = make_ctx(tmp_path, {"L2": EndlessAgent("L2")}, ev, "run.routing=fixed:L2", "run.budget_s=6",
                    "evaluator.timing_budget_s=0.2")
     final = run_graph(ctx)
     reserve = ctx.final_reserve_s()
-    assert 0.5 + 1.25 * 0.05 <= reserve < 0.7 and final["stop_reason"].startswith("wall-clock budget of 4 s used")
-    assert 4.0 * 0.95 - reserve <= final["budget_used_s"] <= 4.0 - reserve + 0.05, (final["budget_used_s"], reserve)
-    assert final["evals"] >= 8
+    assert 0.5 + 1.25 * 0.05 <= reserve < 0.7 and final["stop_reason"].startswith("wall-clock budget of 6 s used")
+    # a sleep overruns by a few ms on a loaded machine: 0.1 s of slack above, none below the 5%
+    assert 6.0 * 0.95 - reserve <= final["budget_used_s"] <= 6.0 - reserve + 0.1, (final["budget_used_s"], reserve)
+    assert final["evals"] >= 12
     # the plan near the end: what is left after the reserve and one evaluation's fixed cost is the timing;
     # under half a fixed cost left, no evaluation starts
     fixed = ctx.eval_fixed_s()
-    go, timing_s = ctx.eval_plan(4.0 - reserve - fixed - 0.1)
+    go, timing_s = ctx.eval_plan(6.0 - reserve - fixed - 0.1)
     assert go and timing_s == pytest.approx(0.1, abs=1e-6)
-    assert ctx.eval_plan(4.0 - reserve - fixed - 1.0) == (True, None)  # the configured timing fits
-    assert ctx.eval_plan(4.0 - reserve - 0.4 * fixed) == (False, None)
+    assert ctx.eval_plan(6.0 - reserve - fixed - 1.0) == (True, None)  # the configured timing fits
+    assert ctx.eval_plan(6.0 - reserve - 0.4 * fixed) == (False, None)
     ctx.tree.close()
 
 

@@ -86,22 +86,24 @@ class RunContext:
         return None
 
     # ---- what evaluations cost (issue 44: a run ends within 5% of its budget) ------------------------
+    @staticmethod
+    def _cost_of(n) -> tuple[float, float, float] | None:
+        """(wall seconds the loop waited for the node's evaluation, of which its timing phase, of which what
+        an export repeats: the child's start, prepare and build); None for a node never evaluated. The loop
+        records the first as meta["cost_s"] (older trees: the child's own wall)."""
+        if n is None or n.result is None or n.status == "proposed":
+            return None
+        cost = n.meta.get("cost_s", n.meta.get("eval_s"))
+        if cost is None:
+            return None
+        ph = n.result.extra.get("phase_s") or {}
+        start = max(0.0, float(cost) - sum(float(v or 0.0) for v in ph.values())) if ph else 0.0
+        build = start + float(ph.get("prepare", 0.0) or 0.0) + float(ph.get("build", 0.0) or 0.0)
+        return float(cost), float(ph.get("time_step", 0.0) or 0.0), build
+
     def _costs(self) -> list[tuple[float, float, float]]:
-        """(wall seconds the loop waited for an evaluation, of which its timing phase, of which what an
-        export would repeat: the child's start, prepare and build) per evaluated node, oldest first (the
-        loop records the first as meta["cost_s"]; older trees: the child's own wall)."""
-        out = []
-        for n in self.tree.nodes():
-            if n.result is None or n.status == "proposed":
-                continue
-            cost = n.meta.get("cost_s", n.meta.get("eval_s"))
-            if cost is None:
-                continue
-            ph = n.result.extra.get("phase_s") or {}
-            start = max(0.0, float(cost) - sum(float(v or 0.0) for v in ph.values())) if ph else 0.0
-            build = start + float(ph.get("prepare", 0.0) or 0.0) + float(ph.get("build", 0.0) or 0.0)
-            out.append((float(cost), float(ph.get("time_step", 0.0) or 0.0), build))
-        return out
+        """`_cost_of` every evaluated node, oldest first."""
+        return [c for c in (self._cost_of(n) for n in self.tree.nodes()) if c is not None]
 
     def eval_fixed_s(self) -> float:
         """What an evaluation costs here besides its timing phase (build, checks, profile, the child's
@@ -115,12 +117,20 @@ class RunContext:
 
     def final_reserve_s(self) -> float:
         """Budget kept for the run's last step, the export of the best node (leka.report.export_best: the
-        child's start, prepare and build, then the export; no check, no profile, no timing), so that the
-        run ends within its budget: 1.25 x the most those steps took in the last three evaluations after
-        the root (the root's cold start only while it is the one there is), plus half a second to link."""
-        costs = self._costs()
-        recent = costs[1:][-3:] or costs[:1]
-        return 1.25 * max(b for _, _, b in recent) + 0.5 if recent else 0.0
+        child's start, prepare and a build of that candidate, whose kernels and L2 objects are cached by
+        then, and the export; no check, no profile, no timing), so that the run ends within its budget:
+        1.25 x what those steps took in the best node's own evaluation, plus half a second to link (the
+        median of the last evaluations' where the best has no record)."""
+        try:
+            best = self._cost_of(self.tree.answer())
+        except Exception:  # noqa: BLE001 - a tree without an answer yet: the recent evaluations say it
+            best = None
+        if best is None:
+            recent = sorted(b for _, _, b in self._costs()[-5:])
+            if not recent:
+                return 0.0
+            best = (0.0, 0.0, recent[len(recent) // 2])
+        return 1.25 * best[2] + 0.5
 
     def over_budget_reserved(self, used_s: float, evals: int) -> str | None:
         """`over_budget` with the final export's reserve counted as spent."""
