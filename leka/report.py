@@ -113,13 +113,22 @@ def _edit_kernels(edit) -> list[str]:
 
 
 def kernel_budget(nodes, near_roof: float) -> list[dict[str, Any]]:
-    """Issue 44, item 4: where the run's evaluations went, per kernel of the root's profile, and why.
+    """Issue 44, item 4: where the run's evaluations went, per kernel (the root's, then those graph edits
+    made), and why.
     Evaluations go by time share x distance to the roof (agents/common.py rank_kernels, the router's
     scores); a kernel at `near_roof` of its roof or above is left alone. Per kernel: its share and roof
     fraction at the root, its score, the evaluations and seconds of the nodes whose edit worked on it,
     its roof fraction in the best profile that has it, and the reason in words."""
-    root = next((n for n in nodes if n.parent is None), None)
-    rows = ((root.profile or {}).get("kernels") or []) if root is not None else []
+    # the root's kernels, then those a graph edit made (fast_math's gelu_tanh_fast), each from the first
+    # profile that has it
+    rows, seen, since = [], set(), {}
+    for n in nodes:
+        for r in (n.profile or {}).get("kernels") or []:
+            if r.get("name") and r["name"] not in seen:
+                seen.add(r["name"])
+                rows.append(r)
+                if n.parent is not None:
+                    since[r["name"]] = n.id
     if not rows:
         return []
     spent: dict[str, list[float]] = {}
@@ -138,7 +147,7 @@ def kernel_budget(nodes, near_roof: float) -> list[dict[str, Any]]:
     ranked = sorted((r for r in rows if r.get("roof_fraction") is None or float(r["roof_fraction"]) < near_roof),
                     key=lambda r: -float(r.get("share") or 0.0) * (1.0 - min(1.0, float(r.get("roof_fraction") or 0.0))))
     rank = {r["name"]: i + 1 for i, r in enumerate(ranked)}
-    for r in sorted(rows, key=lambda r: -float(r.get("share") or 0.0))[:12]:
+    for r in sorted(rows, key=lambda r: (r["name"] in since, -float(r.get("share") or 0.0)))[:16]:
         name, share = r["name"], float(r.get("share") or 0.0)
         frac = r.get("roof_fraction")
         gap = 1.0 - min(1.0, max(0.0, float(frac))) if frac is not None else 1.0
@@ -152,6 +161,8 @@ def kernel_budget(nodes, near_roof: float) -> list[dict[str, Any]]:
         else:
             why = (f"ranked #{rank.get(name, '?')} ({share:.0%} x {gap:.0%}); no edit of its own: the budget went "
                    "to higher-ranked kernels or to graph (L0) edits")
+        if name in since:
+            why += f" (a kernel of node #{since[name]}'s graph: share and roof from its profile)"
         out.append({"kernel": name, "share": round(share, 4), "roof_fraction": None if frac is None else round(float(frac), 4),
                     "score": round(share * gap, 4), "evaluations": len(evals), "eval_s": round(sum(evals), 1),
                     "roof_fraction_last": latest.get(name), "why": why})
@@ -163,8 +174,8 @@ def kernel_budget_lines(rows: list[dict[str, Any]]) -> list[str]:
         return []
     lines = ["## Budget by kernel", "",
              "Evaluations go to kernels by time share x distance to their measured roof; a kernel at "
-             "`router.near_roof` of its roof is left alone (root's profile; an L0 edit works on the whole graph "
-             "and is not counted here).", "",
+             "`router.near_roof` of its roof is left alone (the root's kernels, then those graph edits made; an L0 "
+             "edit works on the whole graph and is not counted here).", "",
              "| kernel | share | roof (root) | score | evaluations | seconds | roof (last profile) | why |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:

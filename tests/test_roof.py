@@ -292,3 +292,25 @@ def test_the_run_report_says_why_each_kernel_got_what_it_got(tmp_path):
     assert "## Budget by kernel" in text
     assert any(ln.startswith("| relu | 30.0% | 90.0% |") and "left alone" in ln for ln in text.splitlines())
     tree.close()
+
+
+def test_the_kernel_budget_names_kernels_a_graph_edit_made(tmp_path):
+    """A kernel that only exists after an L0 edit (fast_math's gelu_tanh_fast) is listed after the root's,
+    with the node whose graph made it and the evaluations spent on it."""
+    from candidate_tree import Tree
+    from leka.core.types import Edit
+    from leka.report import kernel_budget
+
+    ok = EvalResult(task="t", backend="llvm", compiled=True, correct=True, speedup=1.0, timing_valid=True)
+    tree = Tree(tmp_path)
+    root = tree.add_node(None, None, None, "r", result=ok, meta={"cost_s": 3.0},
+                         profile=ProfileReport(kernels=[_kp("gelu", 1.0, 0.01)], total_s=1e-3, peaks=PK).model_dump(mode="json"))
+    fast = tree.add_node(root, "L0", Edit(level="L0", kind="pass", payload={"name": "fast_math"}), "f", result=ok,
+                         meta={"cost_s": 3.0},
+                         profile=ProfileReport(kernels=[_kp("gelu_fast", 1.0, 0.2)], total_s=1e-3, peaks=PK).model_dump(mode="json"))
+    tree.add_node(fast, "L1", Edit(level="L1", kind="trace", target="gelu_fast", payload={"trace": []}), "t", result=ok,
+                  meta={"cost_s": 2.0})
+    rows = kernel_budget(tree.nodes(), 0.85)
+    assert [r["kernel"] for r in rows] == ["gelu", "gelu_fast"]
+    assert rows[1]["evaluations"] == 1 and f"node #{fast}'s graph" in rows[1]["why"] and rows[1]["roof_fraction"] == 0.2
+    tree.close()
