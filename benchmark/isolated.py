@@ -333,7 +333,7 @@ def check(st: Any) -> bool:
             inputs = make(seed)
             pool.fill(make, seed, slack_seed=SYSRAND.randrange(10**6, 2**31 - 10**5), windows=[pool.other()])
             rows = [zero]
-            if st.cfg.get("poison", True) and n == 0:
+            if (st.cfg.get("poison", True) and not st.cfg.get("root_program")) and n == 0:  # worker.poison_run
                 poison = [pool.offset(i, *pool.other()) for i in range(len(pool.specs))]  # other valid inputs first
                 if st.root.output_bytes > BIG_OUTPUTS or st.max_calls < 2:
                     w.run([poison])  # its own request: its outputs are freed before the seed's call

@@ -212,7 +212,7 @@ def time_step(st: Any) -> bool:
     # request is being timed on, and the worker's two threads then share one core for milliseconds
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    calls = len(st.seeds) + (1 if cfg.get("poison", True) else 0)
+    calls = len(st.seeds) + (1 if cfg.get("poison", True) and not cfg.get("root_program") else 0)
     if not st.gpu and timing.alone_for(cfg, (res.check_s or 0.0) / max(1, calls)):
         torch.set_num_threads(threads)  # the reference of a checked call is the judge's only torch work
         return _time_alone(st, cfg.get("reuse_baseline"))

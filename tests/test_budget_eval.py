@@ -45,10 +45,12 @@ def test_a_slow_root_is_timed_alone_and_its_samples_are_reused(task, root, tmp_p
     samples = res.extra["baseline_samples"]
     assert len(samples) >= 1 and all(t > 0 for t in samples) and res.speedup == 1.0
     assert res.extra["timer"] == "candidate sandbox, timed alone" and "noise_floor" not in res.extra
+    assert res.extra["checked_seeds"] == 2  # the root is the baseline's own program: seed 0 and a fresh one
     # a later evaluation: the candidate alone against the root's samples, no baseline arm at all
     honest = l2_candidate(task, root, HONEST, "reuse_honest")
     res2, _ = ev.evaluate_full(task, honest, reuse_baseline=samples)
     assert res2.correct and res2.extra["timed_alone"].startswith("unpaired"), res2.error
+    assert res2.extra["checked_seeds"] == 4  # an agent's candidate: every seed, a poison run first
     assert res2.speedup and res2.t_baseline_s == pytest.approx(sorted(samples)[len(samples) // 2], rel=0.5)
     # the slow root's rule is off at 0: the same root is paired and states its A-vs-A
     off = sandbox_evaluator(tmp_path, reuse_baseline_s=0.0)
