@@ -158,6 +158,8 @@ def kernel_budget(nodes, near_roof: float) -> list[dict[str, Any]]:
             why = f"ranked #{rank.get(name, '?')} by share x distance to roof ({share:.0%} x {gap:.0%})"
         elif share < 0.01:
             why = "under 1% of the time: no edit was worth an evaluation"
+        elif not any(n.parent is not None and n.meta.get("cost_s", n.meta.get("eval_s")) is not None for n in nodes):
+            why = f"ranked #{rank.get(name, '?')} ({share:.0%} x {gap:.0%}); the budget ended before any edit was evaluated"
         else:
             why = (f"ranked #{rank.get(name, '?')} ({share:.0%} x {gap:.0%}); no edit of its own: the budget went "
                    "to higher-ranked kernels or to graph (L0) edits")
