@@ -219,40 +219,13 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
     t0 = time.perf_counter()
     snap = load.start() if probe_load else None
     plan = _plan(cand, base, cfg)
-    (nc, nb), (rc, rb), pairs = plan["number"], plan["repeats"], plan["pairs"]
+    (nc, nb), (rc, rb) = plan["number"], plan["repeats"]
     level = float(cfg.get("ci_level", stats.LEVEL))
-    # sequential stop on the interval's width, never on its position: whether the candidate looks
-    # faster does not decide when to stop, so the early stop does not bias the answer towards "faster"
-    # (for normal log-ratios the width is independent of the mean)
-    target = float(cfg.get("ci_width", 0.0) or 0.0)
-    min_pairs = int(cfg.get("min_pairs", 3))
-    budget = float(cfg.get("timing_budget_s", 4.0))
-    below = cfg.get("decide_below")
-
-    tcs, tbs = [], []
-    stop = ""
-    for i in range(pairs):
-        if i % 2 == 0:
-            tc, tb = _pair((cand, nc, rc), (base, nb, rb))
-        else:
-            tb, tc = _pair((base, nb, rb), (cand, nc, rc))
-        tcs.append(tc)
-        tbs.append(tb)
-        if i + 1 >= pairs:
-            break
-        if i + 1 >= min_pairs:
-            _, lo, hi = stats.speedup_interval(tbs, tcs, level)
-            if target and stats.rel_width(lo, hi) <= target:
-                stop = "width"  # precise enough: more pairs would only spend the evaluation's time
-                break
-            if below is not None and decided_below(tbs, tcs, float(below), level, pairs):
-                stop = "decided"
-                break
-            if time.perf_counter() - t0 >= budget:
-                # the plan came from single calls; a sandboxed sample costs more (its check runs the other
-                # arm once, a warm call, the pool's fill): the wall clock, not the plan, ends the timing
-                stop = "budget"
-                break
+    # sequential stops: on the interval's width, never on its position (whether the candidate looks faster
+    # does not decide when to stop, so that stop does not bias the answer towards "faster"; for normal
+    # log-ratios the width is independent of the mean), on the wall clock, and on a decision "slower than
+    # the parent", which looks at the position at a Bonferroni-corrected level (`decided_below`)
+    tcs, tbs, stop = _pairs(cand, base, cfg, plan, level, t0)
     point, lo, hi = stats.speedup_interval(tbs, tcs, level)
     ratios = [b / c for b, c in zip(tbs, tcs, strict=True) if c > 0]
     if cfg.get("noise_floor") == "self":
@@ -261,10 +234,8 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
         width = stats.rel_width(lo, hi)
         floor = {"speedup": point, "lo": lo, "hi": hi, "pairs": len(tcs), "width": width if math.isfinite(width) else None,
                  "number": nb, "timing_s": round(time.perf_counter() - t0, 3), "source": "the root's own comparison"}
-    elif cfg.get("noise_floor"):
-        floor = noise_floor(base, cfg, nb, rb, statistics.median(tbs))
     else:
-        floor = None
+        floor = noise_floor(base, cfg, nb, rb, statistics.median(tbs)) if cfg.get("noise_floor") else None
     wall = time.perf_counter() - t0
     busy = load.finish(snap, float(cfg.get("load_share", 0.25)))
     after = machine_state.snapshot(gpu) if probe_load else None
@@ -273,9 +244,41 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
             "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
             "spread": _spread(ratios), "pairs": len(tcs), "number": [nc, nb], "repeats": [rc, rb],
             "limited": plan["limited"], "timing_s": wall, "stop": stop or "planned",
-            "decided_below": float(below) if stop == "decided" else None,
+            "decided_below": float(cfg["decide_below"]) if stop == "decided" else None,
             "first_call_s": plan["first_call_s"], "plan_call_s": plan["plan_call_s"],
             "machine_load": busy, "platform": machine_state.around(before, after, busy)}
+
+
+def _pairs(cand: Timer, base: Timer, cfg: dict[str, Any], plan: dict[str, Any], level: float,
+           t0: float) -> tuple[list[float], list[float], str]:
+    """`paired_timing`'s pairs, each arm first in every other one: (candidate times, baseline times, what
+    stopped them: "" for the plan, "width", "decided", "budget")."""
+    (nc, nb), (rc, rb), pairs = plan["number"], plan["repeats"], plan["pairs"]
+    target = float(cfg.get("ci_width", 0.0) or 0.0)
+    min_pairs = int(cfg.get("min_pairs", 3))
+    budget = float(cfg.get("timing_budget_s", 4.0))
+    below = cfg.get("decide_below")
+    tcs: list[float] = []
+    tbs: list[float] = []
+    for i in range(pairs):
+        if i % 2 == 0:
+            tc, tb = _pair((cand, nc, rc), (base, nb, rb))
+        else:
+            tb, tc = _pair((base, nb, rb), (cand, nc, rc))
+        tcs.append(tc)
+        tbs.append(tb)
+        if i + 1 >= pairs or i + 1 < min_pairs:
+            continue
+        _, lo, hi = stats.speedup_interval(tbs, tcs, level)
+        if target and stats.rel_width(lo, hi) <= target:
+            return tcs, tbs, "width"  # precise enough: more pairs would only spend the evaluation's time
+        if below is not None and decided_below(tbs, tcs, float(below), level, pairs):
+            return tcs, tbs, "decided"
+        if time.perf_counter() - t0 >= budget:
+            # the plan came from single calls; a sandboxed sample costs more (its check runs the other arm
+            # once, a warm call, the pool's fill): the wall clock, not the plan, ends the timing
+            return tcs, tbs, "budget"
+    return tcs, tbs, ""
 
 
 def times_alone(cfg: dict[str, Any]) -> bool:
