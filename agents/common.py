@@ -346,6 +346,37 @@ def _inline_around(r: Recorder, info: KernelInfo, keep: set[str], epilogue_ok: b
     return left
 
 
+def contiguous_suffix(r: Recorder, block: str) -> int:
+    """How many of a spatial block's innermost loops may be fused into one vectorised loop: the longest
+    suffix of its iterators that every buffer it reads or writes either indexes exactly, in its own last
+    dimensions and in order (contiguous), or does not use at all (a broadcast value, the same for the
+    whole vector). 0 where the block's loops are not its iterators one to one, or the innermost one
+    already fails (a transpose)."""
+    blk = r.sch.get(r.env[block])
+    ivs = [str(iv.var.name) for iv in blk.iter_vars]
+    if len(r.sch.get_loops(r.env[block])) != len(ivs) or any(int(iv.iter_type) != 0 for iv in blk.iter_vars):
+        return 0
+    known = set(ivs)
+    regions = [[(str(rg.min), _vars_in(str(rg.min), known)) for rg in br.region] for br in [*blk.reads, *blk.writes]]
+    for j in range(len(ivs), 0, -1):
+        suffix = ivs[-j:]
+        if all(_reads_suffix(dims, suffix) for dims in regions):
+            return j
+    return 0
+
+
+def _reads_suffix(dims: list[tuple[str, set[str]]], suffix: list[str]) -> bool:
+    used = set().union(*(v for _, v in dims)) if dims else set()
+    if not used & set(suffix):
+        return True  # invariant over the suffix: a broadcast
+    if len(dims) < len(suffix):
+        return False
+    tail, head = dims[len(dims) - len(suffix):], dims[:len(dims) - len(suffix)]
+    if any(v & set(suffix) for _, v in head):
+        return False
+    return all(text.strip() == var for (text, _), var in zip(tail, suffix, strict=True))
+
+
 def _pick_axes(info: KernelInfo) -> tuple[str, str | None]:
     """(vector axis, register-tile axis) of the main block, as iterator names."""
     main = info.block(info.main)  # type: ignore[arg-type]

@@ -69,6 +69,13 @@ def rank_passes(text: str, backend: str = "llvm") -> list[tuple[str, str]]:
     if re.search(r"R\.power\(\w+, R\.const\((2|0\.5)", text):
         out.append(("pow_to_multiply", "power with exponent 2 (or 0.5): x*x (sqrt) is exact and cheaper; "
                                        "CUDA's fast powf gives NaN for negative bases"))
+    if re.search(r"R\.topk\([^)]*\bk=1\b", text):
+        out.append(("topk1_to_max", "topk with k=1 (a max over an axis) is a sort per row in TVM: max / argmax "
+                                    "stream the row once"))
+    slow = sorted(set(re.findall(r"R\.(exp|tanh|erf|nn\.softmax|nn\.gelu_tanh|nn\.gelu)\(", text)))
+    if slow and not get_backend(backend).gpu:  # CPU vector units: an exact exp is one libm call per lane
+        out.append(("fast_math", f"{', '.join(slow)} on a CPU: the exact functions run one libm call per vector "
+                                 "lane; polynomial approximations vectorise (within the fp32 tolerance)"))
     convs = _conv_calls(text)
     n_conv = len(convs)
     if "R.nn.batch_norm" in text:

@@ -19,7 +19,7 @@ import numpy as np
 from benchmark import engines
 from benchmark.roots import cache_root, load_root
 from benchmark.task import Task
-from benchmark.timing import Timer, looped_timer, rotating_timer, tvm_timer
+from benchmark.timing import Timer, looped_timer, rotating_timer, times_alone, tvm_timer
 from leka import ir
 from leka import tvm_adapter as A
 from leka.backends import get_backend
@@ -180,6 +180,12 @@ def prebuild(kind: str, *, task: Task, root: ir.Root, backend: str, target, ms_d
     return A.VMRunner(ex, A.device_for(backend), memory_cfg=memory_cfg)
 
 
+def is_root_program(kind: str) -> bool:
+    """Whether this baseline is the task's root candidate itself (untuned TVM is the default lowering of
+    the root): the root timed against it is an A-vs-A, its own noise floor (benchmark/evaluator.py)."""
+    return kind == "untuned"
+
+
 def vm_rotating_timer(runner: A.VMRunner, sets: list[list[np.ndarray]], *,
                       check: Callable[[int, Any], None] | None = None, guard: Callable[[], None] | None = None,
                       cache_dir: str | None = None, hold: int | None = None) -> Timer:
@@ -303,6 +309,8 @@ def start_prep(st: Any, device_worker: bool, overlap: bool = True) -> Background
     processes, benchmark/engines.py); None when nothing is prepared ahead."""
     job = st.job
     if not job.get("time") or not ((job.get("baseline") in ("untuned", "tuned") and overlap) or converts(st)):
+        return None
+    if st.sandboxed and times_alone(st.cfg):  # no baseline arm (issue 44: a slow one reused)
         return None
     return Background(lambda: prebuild(
         job["baseline"], task=st.task, root=st.root, backend=st.backend, target=st.target,

@@ -44,18 +44,42 @@ class Evaluator:
         self.wait_s = 0.0  # waiting for a measuring slot (benchmark/slots.py): not the run's time
 
     def evaluate(self, task: Task, candidate=None, *, time_it: bool = True, baseline: str | None = None,
-                 profile: bool = False, export: str | None = None, noise_floor: bool = False) -> EvalResult:
+                 profile: bool = False, export: str | None = None, noise_floor: bool = False,
+                 check: bool = True) -> EvalResult:
         return self.evaluate_full(task, candidate, time_it=time_it, baseline=baseline, profile=profile,
-                                  export=export, noise_floor=noise_floor)[0]
+                                  export=export, noise_floor=noise_floor, check=check)[0]
 
     def evaluate_full(self, task: Task, candidate=None, *, time_it: bool = True, baseline: str | None = None,
                       profile: bool = False, export: str | None = None,
-                      noise_floor: bool = False) -> tuple[EvalResult, dict | None]:
+                      noise_floor: bool = False, is_root: bool = False, timing_budget_s: float | None = None,
+                      decide_below: float | None = None, check: bool = True,
+                      reuse_baseline: list[float] | None = None) -> tuple[EvalResult, dict | None]:
         """(result, profile report as dict or None). `noise_floor`: also time the baseline against itself
-        (EvalResult.extra["noise_floor"]; on in every evaluation with evaluator.noise_floor)."""
+        (EvalResult.extra["noise_floor"]; on in every evaluation with evaluator.noise_floor); `is_root`: the
+        candidate is the task's root, which against a baseline that is its own program (untuned TVM:
+        `baselines.is_root_program`) is an A-vs-A already, so that comparison is the noise floor and no
+        second one is timed. `timing_budget_s`: this evaluation's timing phase (the run's last evaluation
+        gets what is left of the budget); `decide_below`: timing stops once the speedup is decided to be
+        under this (benchmark/timing.py decided_below). `check` False (with `time_it` False and no
+        profile): build and export only, for a candidate whose own evaluation checked it already (the
+        run's export of its best node); the result says `extra["checked"]` False and is not `correct`.
+        `reuse_baseline`: the root's per-call samples (its extra["baseline_samples"]): this candidate is
+        timed alone against them, no baseline built or run (issue 44; evaluator.reuse_baseline_s)."""
         kind = baseline or self.baseline.kind
         ecfg = self.cfg.model_dump(mode="json")
         ecfg["noise_floor"] = bool(ecfg.get("noise_floor") or noise_floor)
+        if is_root and time_it and baselines.is_root_program(kind):
+            ecfg["root_program"] = True  # a slow root is timed alone: its samples are the baseline's
+            if ecfg["noise_floor"]:
+                ecfg["noise_floor"] = "self"
+        if reuse_baseline and time_it and not is_root:
+            ecfg["reuse_baseline"] = [float(t) for t in reuse_baseline]
+        if timing_budget_s is not None:
+            ecfg["timing_budget_s"] = max(0.0, float(timing_budget_s))
+        if decide_below is not None:
+            ecfg["decide_below"] = float(decide_below)
+        if not check and (time_it or profile):
+            raise ValueError("check=False is for an export of a candidate judged before: no timing, no profile")
         job: dict[str, Any] = {
             "task_path": str(task.path), "task_id": task.id, "backend": self.backend,
             "candidate": candidate.model_dump(mode="json") if candidate is not None else None,
@@ -63,6 +87,8 @@ class Evaluator:
             "time": time_it, "profile": profile, "export": export, "cache_dir": self.cache_dir,
             "threads": len(os.sched_getaffinity(0)), "device": self.device, "trials": self.baseline.trials,
         }
+        if not check:
+            job["check"] = False
         ext = extension_modules()
         if ext:  # levels registered at run time: the child registers them too, so it lowers alike
             job["levels"] = ext

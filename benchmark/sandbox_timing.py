@@ -53,7 +53,7 @@ class _Arm:
     """One arm's sandboxed timing: `sample(number)` is its Timer's (see the module docstring). Arms share
     the judge's rng, pool and diagnostics list; each checks a drawn call against the other arm."""
 
-    def __init__(self, st: Any, me: sandbox.SandboxWorker, other: sandbox.SandboxWorker, role: str,
+    def __init__(self, st: Any, me: sandbox.SandboxWorker, other: sandbox.SandboxWorker | None, role: str,
                  rng: random.Random, diag: list | None, fixed: list[float]):
         self.st, self.me, self.other, self.role, self.rng, self.diag = st, me, other, role, rng, diag
         self.make, self.like = input_maker(st), outputs_like(st)
@@ -76,7 +76,7 @@ class _Arm:
         towards 1. The fastest over both arms: an arm cannot raise it above the other's."""
         if self.me.device or not self.me.hold:
             return  # call counts near the planned one: the cost weighs alike on both arms (as before)
-        for w in (self.me, self.other):
+        for w in (self.me, self.other) if self.other is not None else (self.me,):
             for _ in range(3):
                 self.fixed[0] = min(self.fixed[0], w.run([]).seconds)
 
@@ -152,12 +152,34 @@ class _Arm:
         on the same inputs."""
         j = self.rng.randrange(calls.first, n)
         mine = self.me.read_outputs(calls.outputs[j - calls.first], self.like)
+        if self.other is None:  # timed alone (issue 44): the task's model on the same inputs, in the judge
+            theirs = self._reference(rows[j])
+            kind, msg, _, _ = compare(mine, theirs, self.st.atol, self.st.rtol)
+            if kind:
+                raise timing.StaleOutput(f"timed call {j + 1} of {n} of a candidate sample timed alone, against "
+                                         f"the task's model on the same inputs: {msg}")
+            return
         theirs = self.other.read_outputs(self.other.run([rows[j]]).outputs[0], self.like)
         cand, base = (mine, theirs) if self.role == "candidate" else (theirs, mine)
         kind, msg, _, _ = compare(cand, base, 2 * self.st.atol, 2 * self.st.rtol)
         if kind:
             raise timing.StaleOutput(f"timed call {j + 1} of {n} of a {self.role} sample, against the other arm "
                                      f"on the same inputs: {msg}")
+
+
+    def _reference(self, row: list[int]) -> list:
+        """The task's PyTorch model on one call's inputs (its windows of the pool), in the judge: what a
+        call timed alone is checked against, at the task's tolerance (a slow TVM baseline's call would cost
+        what timing alone saves; the model is the reference the check uses anyway)."""
+        import torch
+
+        from benchmark import refs as refstore
+
+        if getattr(self.st, "ref_model", None) is None:
+            self.st.ref_model = self.st.task.make_model()
+        xs = [torch.from_numpy(self.st.pool.window(i, off).copy()) for i, off in enumerate(row)]
+        with torch.no_grad():
+            return refstore.flat_outputs(self.st.ref_model(*xs))
 
 
 def timers(st: Any) -> tuple[timing.Timer, timing.Timer]:
@@ -182,12 +204,18 @@ def time_step(st: Any) -> bool:
     import torch
 
     res, cfg = st.res, st.cfg
+    if timing.times_alone(cfg) and not st.gpu:
+        return _time_alone(st, cfg.get("reuse_baseline"))
     cand, base = timers(st)
     # the judge makes each request's inputs (Pool.fill, the task's torch code) on one thread: with two,
     # libgomp's second thread spins after every parallel region (GOMP_SPINCOUNT), on a core the worker's
     # request is being timed on, and the worker's two threads then share one core for milliseconds
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    calls = len(st.seeds) + (1 if cfg.get("poison", True) and not cfg.get("root_program") else 0)
+    if not st.gpu and timing.alone_for(cfg, (res.check_s or 0.0) / max(1, calls)):
+        torch.set_num_threads(threads)  # the reference of a checked call is the judge's only torch work
+        return _time_alone(st, cfg.get("reuse_baseline"))
     try:
         tm = timing.judged_pairs(cand, base, cfg, res, gpu=bool(st.gpu))
     except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
@@ -204,4 +232,33 @@ def time_step(st: Any) -> bool:
     res.extra["sandbox_hold"] = st.workers["candidate"].hold
     if math.isfinite(st.request_fixed[0]):
         res.extra["request_fixed_s"] = st.request_fixed[0]
+    return True
+
+
+def _time_alone(st: Any, base_samples: list[float] | None) -> bool:
+    """The candidate's worker timed alone (benchmark/timing.py alone_timing), each sample's drawn call
+    checked against the task's model: the root of a slow task (its samples become the baseline's) or a
+    later evaluation against the root's samples (issue 44)."""
+    res, cfg = st.res, st.cfg
+    rng = random.Random(SYSRAND.getrandbits(64))
+    st.request_fixed = fixed = [math.inf]
+    arm = _Arm(st, st.workers["candidate"], None, "candidate", rng, None, fixed)
+    cand = timing.Timer(arm.sample, "sandbox", warm=True)
+    try:
+        tm = timing.alone_timing(cand, base_samples, cfg)
+    except timing.StaleOutput as e:
+        res.correct = False
+        res.error_kind, res.error = "stale_output", str(e)
+        return False
+    except ProcessStateChanged as e:
+        res.correct = False
+        res.error_kind, res.error = "process_state", f"during the timing: {e}"
+        return False
+    except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
+        res.correct = False
+        return fail(st, e, "timing")
+    timing.record(res, tm)
+    res.extra["timer"] = "candidate sandbox, timed alone"
+    res.extra["max_calls"] = st.max_calls
+    res.extra["sandbox_hold"] = st.workers["candidate"].hold
     return True

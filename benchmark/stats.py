@@ -99,6 +99,29 @@ def speedup_interval(t_base: Sequence[float], t_cand: Sequence[float], level: fl
     return geomean_interval(ratios, level, salt="pairs") or (math.nan, None, None)
 
 
+def ratio_interval(t_base: Sequence[float], t_cand: Sequence[float], level: float = LEVEL
+                   ) -> tuple[float, float | None, float | None]:
+    """An unpaired speedup (issue 44: a slow baseline timed once, in the root's evaluation, and reused):
+    exp(mean log t_base - mean log t_cand) with Welch's t interval on the logs (unequal variances, the
+    Welch-Satterthwaite degrees of freedom rounded down); (point, None, None) with fewer than two times
+    on either side. Wider than a paired interval of as many samples: drift between the two evaluations is
+    in it only as far as each side's spread shows it, so a reused baseline is said so in the result."""
+    b = np.log([t for t in t_base if t > 0])
+    c = np.log([t for t in t_cand if t > 0])
+    if len(b) == 0 or len(c) == 0:
+        return math.nan, None, None
+    d = float(b.mean() - c.mean())
+    if len(b) < 2 or len(c) < 2:
+        return math.exp(d), None, None
+    vb, vc = float(b.var(ddof=1)) / len(b), float(c.var(ddof=1)) / len(c)
+    se = math.sqrt(vb + vc)
+    if se == 0:
+        return math.exp(d), math.exp(d), math.exp(d)
+    df = (vb + vc) ** 2 / ((vb ** 2) / (len(b) - 1) + (vc ** 2) / (len(c) - 1))
+    q = t_quantile(level, max(1, int(df)))
+    return math.exp(d), math.exp(d - q * se), math.exp(d + q * se)
+
+
 def rel_width(lo: float | None, hi: float | None) -> float:
     """An interval's relative width hi / lo - 1 (inf without one): what the stopping rule and the
     validity bound compare."""

@@ -219,29 +219,23 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
     t0 = time.perf_counter()
     snap = load.start() if probe_load else None
     plan = _plan(cand, base, cfg)
-    (nc, nb), (rc, rb), pairs = plan["number"], plan["repeats"], plan["pairs"]
+    (nc, nb), (rc, rb) = plan["number"], plan["repeats"]
     level = float(cfg.get("ci_level", stats.LEVEL))
-    # sequential stop on the interval's width, never on its position: whether the candidate looks
-    # faster does not decide when to stop, so the early stop does not bias the answer towards "faster"
-    # (for normal log-ratios the width is independent of the mean)
-    target = float(cfg.get("ci_width", 0.0) or 0.0)
-    min_pairs = int(cfg.get("min_pairs", 3))
-
-    tcs, tbs = [], []
-    for i in range(pairs):
-        if i % 2 == 0:
-            tc, tb = _pair((cand, nc, rc), (base, nb, rb))
-        else:
-            tb, tc = _pair((base, nb, rb), (cand, nc, rc))
-        tcs.append(tc)
-        tbs.append(tb)
-        if target and i + 1 >= min_pairs and i + 1 < pairs:
-            _, lo, hi = stats.speedup_interval(tbs, tcs, level)
-            if stats.rel_width(lo, hi) <= target:
-                break  # precise enough: more pairs would only spend the evaluation's time
+    # sequential stops: on the interval's width, never on its position (whether the candidate looks faster
+    # does not decide when to stop, so that stop does not bias the answer towards "faster"; for normal
+    # log-ratios the width is independent of the mean), on the wall clock, and on a decision "slower than
+    # the parent", which looks at the position at a Bonferroni-corrected level (`decided_below`)
+    tcs, tbs, stop = _pairs(cand, base, cfg, plan, level, t0)
     point, lo, hi = stats.speedup_interval(tbs, tcs, level)
     ratios = [b / c for b, c in zip(tbs, tcs, strict=True) if c > 0]
-    floor = noise_floor(base, cfg, nb, rb, statistics.median(tbs)) if cfg.get("noise_floor") else None
+    if cfg.get("noise_floor") == "self":
+        # the candidate is the baseline's own program (the root against untuned TVM): this comparison is
+        # the A-vs-A, so it is the noise floor, and a second one would time the same thing twice
+        width = stats.rel_width(lo, hi)
+        floor = {"speedup": point, "lo": lo, "hi": hi, "pairs": len(tcs), "width": width if math.isfinite(width) else None,
+                 "number": nb, "timing_s": round(time.perf_counter() - t0, 3), "source": "the root's own comparison"}
+    else:
+        floor = noise_floor(base, cfg, nb, rb, statistics.median(tbs)) if cfg.get("noise_floor") else None
     wall = time.perf_counter() - t0
     busy = load.finish(snap, float(cfg.get("load_share", 0.25)))
     after = machine_state.snapshot(gpu) if probe_load else None
@@ -249,9 +243,125 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
             "ci_width": stats.rel_width(lo, hi), "max_ci_width": float(cfg.get("max_ci_width", 0.25)),
             "t_candidate_s": statistics.median(tcs), "t_baseline_s": statistics.median(tbs),
             "spread": _spread(ratios), "pairs": len(tcs), "number": [nc, nb], "repeats": [rc, rb],
-            "limited": plan["limited"], "timing_s": wall,
+            "limited": plan["limited"], "timing_s": wall, "stop": stop or "planned",
+            "decided_below": float(cfg["decide_below"]) if stop == "decided" else None,
             "first_call_s": plan["first_call_s"], "plan_call_s": plan["plan_call_s"],
             "machine_load": busy, "platform": machine_state.around(before, after, busy)}
+
+
+def _pairs(cand: Timer, base: Timer, cfg: dict[str, Any], plan: dict[str, Any], level: float,
+           t0: float) -> tuple[list[float], list[float], str]:
+    """`paired_timing`'s pairs, each arm first in every other one: (candidate times, baseline times, what
+    stopped them: "" for the plan, "width", "decided", "budget")."""
+    (nc, nb), (rc, rb), pairs = plan["number"], plan["repeats"], plan["pairs"]
+    target = float(cfg.get("ci_width", 0.0) or 0.0)
+    min_pairs = int(cfg.get("min_pairs", 3))
+    budget = float(cfg.get("timing_budget_s", 4.0))
+    below = cfg.get("decide_below")
+    tcs: list[float] = []
+    tbs: list[float] = []
+    for i in range(pairs):
+        if i % 2 == 0:
+            tc, tb = _pair((cand, nc, rc), (base, nb, rb))
+        else:
+            tb, tc = _pair((base, nb, rb), (cand, nc, rc))
+        tcs.append(tc)
+        tbs.append(tb)
+        if i + 1 >= pairs or i + 1 < min_pairs:
+            continue
+        _, lo, hi = stats.speedup_interval(tbs, tcs, level)
+        if target and stats.rel_width(lo, hi) <= target:
+            return tcs, tbs, "width"  # precise enough: more pairs would only spend the evaluation's time
+        if below is not None and decided_below(tbs, tcs, float(below), level, pairs):
+            return tcs, tbs, "decided"
+        if time.perf_counter() - t0 >= budget:
+            # the plan came from single calls; a sandboxed sample costs more (its check runs the other arm
+            # once, a warm call, the pool's fill): the wall clock, not the plan, ends the timing
+            return tcs, tbs, "budget"
+    return tcs, tbs, ""
+
+
+def times_alone(cfg: dict[str, Any]) -> bool:
+    """Whether this evaluation times the candidate alone against the root's baseline samples (issue 44:
+    `reuse_baseline`, given by the run's loop): no baseline is built, forked or run then. (The root of a
+    slow task, `root_program`, is timed alone too, decided after its check: `alone_for`.)"""
+    return bool(cfg.get("reuse_baseline"))
+
+
+def alone_for(cfg: dict[str, Any], call_s: float) -> bool:
+    """Whether to time this candidate alone: given the root's samples, or the root itself (its program is
+    the baseline's: `root_program`) when one call takes `reuse_baseline_s` or more, so that its samples,
+    reused, spare every later evaluation the baseline's slow calls."""
+    if times_alone(cfg):
+        return True
+    limit = float(cfg.get("reuse_baseline_s", 0.0) or 0.0)
+    return bool(cfg.get("root_program")) and limit > 0 and call_s >= limit
+
+
+def alone_timing(cand: Timer, base_samples: Sequence[float] | None, cfg: dict[str, Any],
+                 probe_load: bool = True) -> dict[str, Any]:
+    """The candidate timed alone: samples of `number` calls (best of `repeats`), planned from one call,
+    until `timing_budget_s` of wall clock (at least one sample, at most `max_pairs`), or once after
+    `min_pairs` the interval's width is under `ci_width`. With `base_samples` (the root's, per call) the
+    speedup is `stats.ratio_interval` of them over these; without (the root itself, whose program is the
+    baseline's) it is 1 by construction and these samples are the baseline's, to be reused."""
+    before = machine_state.snapshot(False) if probe_load else None
+    t0 = time.perf_counter()
+    snap = load.start() if probe_load else None
+    t1 = cand.sample(1)
+    reps = max(1, int(cfg.get("sample_repeats", 3)))
+    n = max(1, math.ceil(cfg["sample_s"] / reps / max(t1, 1e-7)))
+    r = reps if n * t1 < cfg["sample_s"] else 1
+    level = float(cfg.get("ci_level", stats.LEVEL))
+    budget, most, least = float(cfg["timing_budget_s"]), int(cfg["max_pairs"]), int(cfg.get("min_pairs", 3))
+    target = float(cfg.get("ci_width", 0.0) or 0.0)
+    # the root of a slow task: its planning call, after its checks, is a call like any (the program is the
+    # baseline's, trusted; a candidate's samples are all checked ones), so it is the first sample
+    tcs: list[float] = [t1] if not base_samples and n == 1 and r == 1 else []
+    stop = "planned"
+    while len(tcs) < most:
+        if tcs and time.perf_counter() - t0 >= budget and (len(tcs) >= least or n == 1):
+            stop = "budget"
+            break
+        tcs.append(min(cand.sample(n) for _ in range(r)))
+        if base_samples and target and len(tcs) >= least:
+            _, lo, hi = stats.ratio_interval(base_samples, tcs, level)
+            if stats.rel_width(lo, hi) <= target:
+                stop = "width"
+                break
+    if base_samples:
+        point, lo, hi = stats.ratio_interval(base_samples, tcs, level)
+        t_base = statistics.median(base_samples)
+    else:
+        point, lo, hi, t_base = 1.0, None, None, statistics.median(tcs)
+    wall = time.perf_counter() - t0
+    busy = load.finish(snap, float(cfg.get("load_share", 0.25)))
+    after = machine_state.snapshot(False) if probe_load else None
+    return {"speedup": point, "speedup_lo": lo, "speedup_hi": hi, "ci_level": level, "noise_floor": None,
+            "ci_width": stats.rel_width(lo, hi), "max_ci_width": float(cfg.get("max_ci_width", 0.25)),
+            "t_candidate_s": statistics.median(tcs), "t_baseline_s": t_base, "spread": _spread(tcs),
+            "pairs": len(tcs), "number": [n, n], "repeats": [r, r], "limited": n == 1 and len(tcs) < least,
+            "timing_s": wall, "first_call_s": [t1, t1], "plan_call_s": [t1, t1], "stop": stop,
+            "machine_load": busy, "platform": machine_state.around(before, after, busy),
+            "alone": "reused" if base_samples else "root", "samples": list(tcs)}
+
+
+def decided_below(t_base: list[float], t_cand: list[float], threshold: float, level: float, looks: int) -> bool:
+    """Whether the speedup is decided to be under `threshold` (the parent's speedup: an edit that made it
+    slower), so that more pairs would not change what the search does with it.
+
+    The rule (issue 44): after each pair from `min_pairs` on, the interval is computed at the level
+    1 - (1 - level) / looks, `looks` being the most pairs planned (a Bonferroni split of the error over
+    every look the loop could take); the timing stops when that wider interval's upper bound is under
+    `threshold`. Whatever the true speedup s >= threshold, the chance that any look wrongly says "under"
+    is at most (1 - level) by the union bound over the looks, so the decision keeps the error the
+    nominal interval promises, despite looking after every pair. Only "under" stops (an improvement is
+    timed to its width or budget: its value is what the search keeps). The reported interval is still
+    the nominal one of the pairs taken; a stop here is recorded (`stop` "decided", extra["decided_below"])
+    so a reader knows the point came from an early, position-dependent stop."""
+    alpha = (1 - level) / max(1, looks)
+    _, _, hi = stats.speedup_interval(t_base, t_cand, 1 - alpha)
+    return hi is not None and hi < threshold
 
 
 def noise_floor(base: Timer, cfg: dict[str, Any], number: int, repeats: int, t_call: float) -> dict[str, Any]:
@@ -291,8 +401,22 @@ def record(res, tm: dict[str, Any]) -> None:
     res.timing_spread, res.n_pairs, res.timing_s = tm["spread"], tm["pairs"], tm["timing_s"]
     bound = tm["max_ci_width"]
     one_pair = tm["speedup_lo"] is None
-    res.timing_valid = one_pair or tm["ci_width"] <= bound
+    # a stop decided below the parent (decided_below) is valid whatever its nominal width: its verdict,
+    # slower than the parent, holds at the nominal error rate (decided_below's docstring)
+    res.timing_valid = one_pair or tm["ci_width"] <= bound or tm.get("decided_below") is not None
     res.extra["number"] = tm["number"]
+    if tm.get("alone") == "root":
+        # the root of a slow task, timed alone: its program is the baseline's, so these per-call times are
+        # the baseline's, reused by the run's later evaluations (issue 44)
+        res.extra["baseline_samples"] = [float(f"{t:.6g}") for t in tm["samples"]]
+        res.extra["timed_alone"] = "the root is the baseline's program: timed once, its samples reused"
+    elif tm.get("alone") == "reused":
+        res.extra["timed_alone"] = ("unpaired: the candidate's samples against the root's baseline samples "
+                                    "(Welch interval on the logs)")
+    if tm.get("stop"):  # what ended the pairs: planned, width, decided, budget
+        res.extra["timing_stop"] = tm["stop"]
+    if tm.get("decided_below") is not None:
+        res.extra["decided_below"] = tm["decided_below"]
     if "first_call_s" in tm:  # each arm's first call and the call its samples were planned from
         res.extra["first_call_s"] = [float(f"{t:.3g}") for t in tm["first_call_s"]]
         res.extra["plan_call_s"] = [float(f"{t:.3g}") for t in tm["plan_call_s"]]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,11 @@ def write_results(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final:
     best_node = tree.answer()  # never a validly timed slowdown when the root is correct
     summary = run_summary(run_dir, cfg, task, tree, final, ledger, best_node)
     if export and best_node is not None:
+        t0 = time.monotonic()
         summary["export"] = export_best(run_dir, task, tree, best_node, evaluator)
+        # the export is the run's last step, inside its budget (the loop kept a reserve for it: issue 44)
+        summary["final_eval_s"] = round(time.monotonic() - t0, 2)
+        summary["budget_used_s"] = round(summary["budget_used_s"] + summary["final_eval_s"], 2)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     (run_dir / "report.md").write_text(render_report(summary, tree, best_node, edit_summary, ledger))
     try:
@@ -66,6 +71,7 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         "route_reasons": [n.route_reason for n in nodes if n.route_reason][:50],
     }
     summary.update(roof_summary(best_node))
+    summary["kernel_budget"] = kernel_budget(nodes, cfg.router.near_roof)
     summary.update(audit_summary(nodes, best_node))
     # the run's noise floor: its root (the baseline's own program) also timed the baseline against itself
     root = next((n for n in nodes if n.parent is None and n.result is not None), None)
@@ -95,6 +101,91 @@ def roof_summary(node) -> dict[str, Any]:
     return {"best_roof_fraction": round(tr.fraction, 4), "best_sol_score": None if tr.sol is None else round(tr.sol, 4),
             "best_roof_s": tr.roof_s, "best_t_s": tr.measured_s, "best_roof_bound": tr.bound,
             "roof": f"{tr.peaks_key} ({tr.peaks_source})"}
+
+
+def _edit_kernels(edit) -> list[str]:
+    """The kernels (PrimFunc names) an edit works on: a trace's or a source's target, a batch's traces."""
+    if edit is None or edit.level == "L0":
+        return []
+    if edit.kind == "traces":
+        return list((edit.payload or {}).get("traces", {}))
+    return [edit.target] if edit.target else []
+
+
+def kernel_budget(nodes, near_roof: float) -> list[dict[str, Any]]:
+    """Issue 44, item 4: where the run's evaluations went, per kernel (the root's, then those graph edits
+    made), and why.
+    Evaluations go by time share x distance to the roof (agents/common.py rank_kernels, the router's
+    scores); a kernel at `near_roof` of its roof or above is left alone. Per kernel: its share and roof
+    fraction at the root, its score, the evaluations and seconds of the nodes whose edit worked on it,
+    its roof fraction in the best profile that has it, and the reason in words."""
+    # the root's kernels, then those a graph edit made (fast_math's gelu_tanh_fast), each from the first
+    # profile that has it
+    rows, seen, since = [], set(), {}
+    for n in nodes:
+        for r in (n.profile or {}).get("kernels") or []:
+            if r.get("name") and r["name"] not in seen:
+                seen.add(r["name"])
+                rows.append(r)
+                if n.parent is not None:
+                    since[r["name"]] = n.id
+    if not rows:
+        return []
+    spent: dict[str, list[float]] = {}
+    for n in nodes:
+        cost = n.meta.get("cost_s", n.meta.get("eval_s"))
+        if cost is None:  # never evaluated: an edit that did not apply, or one the budget did not reach
+            continue
+        for k in _edit_kernels(n.edit):
+            spent.setdefault(k, []).append(float(cost))
+    latest: dict[str, float] = {}  # the last evaluated profile's roof fraction per kernel (node order)
+    for n in nodes:
+        for r in (n.profile or {}).get("kernels") or []:
+            if r.get("roof_fraction") is not None:
+                latest[r["name"]] = float(r["roof_fraction"])
+    out = []
+    ranked = sorted((r for r in rows if r.get("roof_fraction") is None or float(r["roof_fraction"]) < near_roof),
+                    key=lambda r: -float(r.get("share") or 0.0) * (1.0 - min(1.0, float(r.get("roof_fraction") or 0.0))))
+    rank = {r["name"]: i + 1 for i, r in enumerate(ranked)}
+    for r in sorted(rows, key=lambda r: (r["name"] in since, -float(r.get("share") or 0.0)))[:16]:
+        name, share = r["name"], float(r.get("share") or 0.0)
+        frac = r.get("roof_fraction")
+        gap = 1.0 - min(1.0, max(0.0, float(frac))) if frac is not None else 1.0
+        evals = spent.get(name, [])
+        if frac is not None and float(frac) >= near_roof:
+            why = f"left alone: at {float(frac):.0%} of its roof (>= {near_roof:.0%})"
+        elif evals:
+            why = f"ranked #{rank.get(name, '?')} by share x distance to roof ({share:.0%} x {gap:.0%})"
+        elif share < 0.01:
+            why = "under 1% of the time: no edit was worth an evaluation"
+        elif not any(n.parent is not None and n.meta.get("cost_s", n.meta.get("eval_s")) is not None for n in nodes):
+            why = f"ranked #{rank.get(name, '?')} ({share:.0%} x {gap:.0%}); the budget ended before any edit was evaluated"
+        else:
+            why = (f"ranked #{rank.get(name, '?')} ({share:.0%} x {gap:.0%}); no edit of its own: the budget went "
+                   "to higher-ranked kernels or to graph (L0) edits")
+        if name in since:
+            why += f" (a kernel of node #{since[name]}'s graph: share and roof from its profile)"
+        out.append({"kernel": name, "share": round(share, 4), "roof_fraction": None if frac is None else round(float(frac), 4),
+                    "score": round(share * gap, 4), "evaluations": len(evals), "eval_s": round(sum(evals), 1),
+                    "roof_fraction_last": latest.get(name), "why": why})
+    return out
+
+
+def kernel_budget_lines(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["## Budget by kernel", "",
+             "Evaluations go to kernels by time share x distance to their measured roof; a kernel at "
+             "`router.near_roof` of its roof is left alone (the root's kernels, then those graph edits made; an L0 "
+             "edit works on the whole graph and is not counted here).", "",
+             "| kernel | share | roof (root) | score | evaluations | seconds | roof (last profile) | why |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        rf = "-" if r["roof_fraction"] is None else f"{r['roof_fraction']:.1%}"
+        rl = "-" if r["roof_fraction_last"] is None else f"{r['roof_fraction_last']:.1%}"
+        lines.append(f"| {r['kernel']} | {r['share']:.1%} | {rf} | {r['score']:.3f} | {r['evaluations']} | "
+                     f"{r['eval_s']:.0f} | {rl} | {r['why']} |")
+    return [*lines, ""]
 
 
 def audit_summary(nodes, best_node) -> dict[str, Any]:
@@ -141,8 +232,10 @@ def export_best(run_dir: Path, task: Task, tree: Tree, best_node, evaluator) -> 
 
     cand = ir.Candidate.model_validate_json(tree.artifact(best_node.id, "candidate.json"))
     so = run_dir / "best.so"
-    res = evaluator.evaluate(task, cand, time_it=False, export=str(so))
-    if res.correct and so.exists():
+    # build and export only: the node's own evaluation checked this candidate, and a second check cost a
+    # Level-3 task minutes past its budget (issue 44)
+    res = evaluator.evaluate(task, cand, time_it=False, export=str(so), check=False)
+    if res.error_kind is None and so.exists():
         (run_dir / "load_best.py").write_text(LOADER.format(task=task.id))
         return {"so": "best.so", "loader": "load_best.py"}
     return {"error": res.error or "export failed"}
@@ -221,6 +314,7 @@ def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger
             if n.edit is not None and n.edit.rationale:
                 lines.append(f"|  |  |  | rationale: {n.edit.rationale[:160].replace('|', '/')} |  |  |  |")
         lines.append("")
+    lines += kernel_budget_lines(summary.get("kernel_budget") or [])
     if ledger is not None:
         d = ledger.to_dict(records=False)
         lines += ["## LLM accounting", "",

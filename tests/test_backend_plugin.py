@@ -154,7 +154,7 @@ class TableEvaluator:
     def __init__(self):
         self.seen: list[tuple[str, int]] = []
 
-    def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False):
+    def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False, **_):
         self.seen.append((candidate.backend, len(candidate.l1)))
         sp = {0: 1.0}.get(len(candidate.l1), 2.0)
         return EvalResult(task=task.id, backend=candidate.backend, compiled=True, correct=True, speedup=sp,

@@ -87,7 +87,7 @@ class TableEvaluator:
     def __init__(self, notes):
         self.notes, self.seen = notes, []
 
-    def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False):
+    def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False, **_):
         n = len(self.notes(candidate))
         self.seen.append(n)
         sp = 1.0 + 0.5 * n

@@ -4,6 +4,7 @@ from a table) and scripted agents. Compile-option edits apply without building, 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ class TableEvaluator:
     def __init__(self, table: dict[str, float], crash_at: int | None = None):
         self.table, self.crash_at, self.calls = table, crash_at, []
 
-    def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False):
+    def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False, **_):
         if self.crash_at is not None and len(self.calls) + 1 == self.crash_at:
             self.crash_at = None
             raise RuntimeError("the evaluator died (simulated kill)")
@@ -184,7 +185,7 @@ def test_a_child_is_evaluated_and_expanded_as_one_candidate(tmp_path):
             return super().propose(candidate, context)
 
     class SeeingEvaluator(TableEvaluator):
-        def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False):
+        def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False, **_):
             self.seen = [*getattr(self, "seen", []), candidate]
             return super().evaluate_full(task, candidate, profile=profile)
 
@@ -196,4 +197,79 @@ def test_a_child_is_evaluated_and_expanded_as_one_candidate(tmp_path):
     assert l2.seen[0] is ev.seen[0] and l2.seen[1] is ev.seen[1]  # root, then node 2: one object each
     stored = ir.Candidate.model_validate_json(ctx.tree.artifact(2, "candidate.json"))
     assert stored == ev.seen[1] and stored.target_opts == {"opt-level": 1}
+    ctx.tree.close()
+
+
+class SleepingEvaluator(TableEvaluator):
+    """Each evaluation costs `fixed` seconds plus its timing phase (the timing budget it is given, else
+    evaluator.timing_budget_s), slept for real; it records the timing budgets it was given."""
+
+    def __init__(self, table: dict[str, float], fixed: float, timing_s: float):
+        super().__init__(table)
+        self.fixed, self.timing_s, self.budgets = fixed, timing_s, []
+
+    def evaluate_full(self, task, candidate=None, *, profile: bool = False, noise_floor: bool = False,
+                      timing_budget_s=None, **_):
+        t = self.timing_s if timing_budget_s is None else min(self.timing_s, timing_budget_s)
+        self.budgets.append(timing_budget_s)
+        time.sleep(self.fixed + t)
+        res, prof = super().evaluate_full(task, candidate, profile=profile)
+        res.extra["phase_s"] = {"build": self.fixed / 3, "check": 2 * self.fixed / 3, "time_step": t}
+        return res, prof
+
+
+class EndlessAgent:
+    """A new compile option every call: there is always more to evaluate."""
+
+    def __init__(self, level: str):
+        self.level, self.n = level, 0
+
+    FLAGS = ("fast-math", "fast-math-contract", "fast-math-reassoc", "fast-math-nnan", "fast-math-ninf",
+             "fast-math-nsz", "fast-math-arcp")
+
+    def propose(self, candidate, context):
+        self.n += 1
+        return [opt(**{f: bool(self.n >> i & 1) for i, f in enumerate(self.FLAGS)})]
+
+
+def test_a_run_ends_within_5_percent_of_its_budget_the_export_reserved(tmp_path):
+    # issue 44: evaluations of 0.35 s (0.05 s build + 0.1 s check + 0.2 s of timing) in a 6 s budget: the
+    # loop keeps the export's reserve (1.25 x the build and the child's start, + 0.5 s to link), gives the
+    # last evaluation the timing that is left, and ends within 5% of the budget minus that reserve
+    ev = SleepingEvaluator({}, fixed=0.15, timing_s=0.2)
+    ctx = make_ctx(tmp_path, {"L2": EndlessAgent("L2")}, ev, "run.routing=fixed:L2", "run.budget_s=6",
+                   "evaluator.timing_budget_s=0.2")
+    final = run_graph(ctx)
+    reserve = ctx.final_reserve_s()
+    assert 0.5 + 1.25 * 0.05 <= reserve < 0.7 and final["stop_reason"].startswith("wall-clock budget of 6 s used")
+    # a sleep overruns by a few ms on a loaded machine: 0.1 s of slack above, none below the 5%
+    assert 6.0 * 0.95 - reserve <= final["budget_used_s"] <= 6.0 - reserve + 0.1, (final["budget_used_s"], reserve)
+    assert final["evals"] >= 12
+    # the plan near the end: what is left after the reserve and one evaluation's fixed cost is the timing;
+    # under half a fixed cost left, no evaluation starts
+    fixed = ctx.eval_fixed_s()
+    go, timing_s = ctx.eval_plan(6.0 - reserve - fixed - 0.1)
+    assert go and timing_s == pytest.approx(0.1, abs=1e-6)
+    assert ctx.eval_plan(6.0 - reserve - fixed - 1.0) == (True, None)  # the configured timing fits
+    assert ctx.eval_plan(6.0 - reserve - 0.4 * fixed) == (False, None)
+    ctx.tree.close()
+
+
+class FiniteWideningAgent(WideningAgent):
+    """New edits in the first two widened rounds, nothing after."""
+
+    def propose(self, candidate, context):
+        w = context.extra.get("widen", 0)
+        self.rounds.append(w)
+        return [opt(**{"opt-level": w})] if 0 < w <= 2 else []
+
+
+def test_widening_goes_on_while_a_round_finds_something_new(tmp_path):
+    # issue 44: rounds are not capped at two; the widening ends when a whole round proposed nothing new
+    table = {'{"opt-level": 1}': 1.5, '{"opt-level": 2}': 1.8}
+    l2 = FiniteWideningAgent("L2")
+    ctx = make_ctx(tmp_path, {"L2": l2}, TableEvaluator(table), "run.routing=fixed:L2")
+    final = run_graph(ctx)
+    assert final["widen"] == 3 and final["evals"] == 3, final
+    assert final["stop_reason"] == "nothing left to expand (after 3 widened round(s), the last of which found nothing new)"
     ctx.tree.close()

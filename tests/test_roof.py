@@ -255,3 +255,62 @@ def test_gpu_roof_is_measured_with_device_kernels_and_preferred_to_the_datasheet
     assert p.device == "gpu" and p.source == "measured" and p.gflops > 100 and p.levels[-1].name == "DRAM"
     again = calibrate.peaks("cuda")
     assert again.source == "cache" and again.gflops == pytest.approx(p.gflops) and again.gbps == pytest.approx(p.gbps)
+
+
+def test_the_run_report_says_why_each_kernel_got_what_it_got(tmp_path):
+    """Issue 44, item 4: per kernel of the root's profile, its share, roof fraction and score (share x
+    distance to roof), the evaluations spent on it and why: a kernel at router.near_roof is left alone,
+    the gappy ones are ranked, and an edit that never got evaluated (it did not apply) costs nothing."""
+    from candidate_tree import Tree
+    from leka.core.types import Edit
+    from leka.report import kernel_budget, render_report
+
+    prof = ProfileReport(kernels=[_kp("conv", 0.6, 0.10), _kp("relu", 0.3, 0.90), _kp("add", 0.1, 0.20)],
+                         total_s=1e-3, peaks=PK).model_dump(mode="json")
+    ok = EvalResult(task="t", backend="llvm", compiled=True, correct=True, speedup=1.0, timing_valid=True)
+    tree = Tree(tmp_path)
+    root = tree.add_node(None, None, None, "r", result=ok, profile=prof, meta={"cost_s": 10.0})
+    trace = {"trace": [{"prim": "get_sblock", "args": ["x"], "out": ["b"]}]}
+    tree.add_node(root, "L1", Edit(level="L1", kind="trace", target="conv", payload=trace), "a",
+                  result=ok.model_copy(update={"speedup": 2.0}), profile=prof, meta={"cost_s": 4.0})
+    tree.add_node(root, "L1", Edit(level="L1", kind="traces", target="conv", payload={"traces": {"conv": [], "add": []}}),
+                  "b", result=ok.model_copy(update={"speedup": 1.5}), meta={"cost_s": 5.0})
+    tree.add_node(root, "L1", Edit(level="L1", kind="trace", target="add", payload={"trace": []}), "illegal:c",
+                  result=EvalResult(task="t", error_kind="compile", error="no"), status=NodeStatus.FAILED)
+    rows = {r["kernel"]: r for r in kernel_budget(tree.nodes(), 0.85)}
+    assert rows["relu"]["evaluations"] == 0 and rows["relu"]["why"].startswith("left alone: at 90% of its roof")
+    assert rows["conv"]["evaluations"] == 2 and rows["conv"]["eval_s"] == 9.0 and "ranked #1" in rows["conv"]["why"]
+    assert rows["conv"]["score"] == pytest.approx(0.6 * 0.9)
+    assert rows["add"]["evaluations"] == 1 and "ranked #2" in rows["add"]["why"]  # the illegal edit: not counted
+    summary = {"task": "t", "backend": "llvm", "best_node": None, "best_speedup": None, "baseline": "untuned TVM",
+               "best_correct": False, "nodes_total": 4, "nodes_by_level": {"L0": 0}, "nodes_by_status": {},
+               "budget_used_s": 1.0, "budget_s": 60.0, "evaluations": 3, "stop_reason": "", "policy": "rules",
+               "routing": "profile", "layers": ["L1"], "seed": 0, "kernel_budget": list(rows.values())}
+    from leka.loop.context import edit_summary
+
+    text = render_report(summary, tree, None, edit_summary, None)
+    assert "## Budget by kernel" in text
+    assert any(ln.startswith("| relu | 30.0% | 90.0% |") and "left alone" in ln for ln in text.splitlines())
+    tree.close()
+
+
+def test_the_kernel_budget_names_kernels_a_graph_edit_made(tmp_path):
+    """A kernel that only exists after an L0 edit (fast_math's gelu_tanh_fast) is listed after the root's,
+    with the node whose graph made it and the evaluations spent on it."""
+    from candidate_tree import Tree
+    from leka.core.types import Edit
+    from leka.report import kernel_budget
+
+    ok = EvalResult(task="t", backend="llvm", compiled=True, correct=True, speedup=1.0, timing_valid=True)
+    tree = Tree(tmp_path)
+    root = tree.add_node(None, None, None, "r", result=ok, meta={"cost_s": 3.0},
+                         profile=ProfileReport(kernels=[_kp("gelu", 1.0, 0.01)], total_s=1e-3, peaks=PK).model_dump(mode="json"))
+    fast = tree.add_node(root, "L0", Edit(level="L0", kind="pass", payload={"name": "fast_math"}), "f", result=ok,
+                         meta={"cost_s": 3.0},
+                         profile=ProfileReport(kernels=[_kp("gelu_fast", 1.0, 0.2)], total_s=1e-3, peaks=PK).model_dump(mode="json"))
+    tree.add_node(fast, "L1", Edit(level="L1", kind="trace", target="gelu_fast", payload={"trace": []}), "t", result=ok,
+                  meta={"cost_s": 2.0})
+    rows = kernel_budget(tree.nodes(), 0.85)
+    assert [r["kernel"] for r in rows] == ["gelu", "gelu_fast"]
+    assert rows[1]["evaluations"] == 1 and f"node #{fast}'s graph" in rows[1]["why"] and rows[1]["roof_fraction"] == 0.2
+    tree.close()

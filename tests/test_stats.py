@@ -302,3 +302,55 @@ def test_run_report_shows_the_interval_and_loaded_evaluations():
     assert "1.53x [1.41, 1.66]" in text and "lower bound above 1: True" in text
     assert "2 of 4 timed evaluations" in text and "timed on a loaded machine" in text
 
+
+
+# --------------------------------------------------------------------------- issue 44: stops that save budget
+def test_a_candidate_decided_slower_than_its_parent_stops_early_and_is_valid():
+    rng = np.random.default_rng(21)
+    cfg = {**_cfg(timing_budget_s=100.0, ci_width=0.0), "decide_below": 2.0}  # the parent: 2.0x
+    tm = timing.paired_timing(_noisy(1e-3, 0.05, rng), _noisy(1e-3, 0.05, rng), cfg, probe_load=False)
+    assert tm["stop"] == "decided" and tm["pairs"] < cfg["max_pairs"] and tm["decided_below"] == 2.0
+    res = EvalResult(task="t", correct=True)
+    timing.record(res, tm)
+    assert res.timing_valid and res.extra["timing_stop"] == "decided" and res.extra["decided_below"] == 2.0
+    # without a parent to beat the same data run to max_pairs (ci_width 0: no width stop)
+    rng = np.random.default_rng(21)
+    tm = timing.paired_timing(_noisy(1e-3, 0.05, rng), _noisy(1e-3, 0.05, rng), {**cfg, "decide_below": None},
+                              probe_load=False)
+    assert tm["stop"] == "planned" and tm["pairs"] == cfg["max_pairs"]
+
+
+def test_decided_below_keeps_its_error_rate_despite_looking_after_every_pair():
+    """A candidate exactly as fast as its parent is wrongly decided slower in at most the nominal 5% of
+    evaluations (the Bonferroni split over the looks), and one faster than it never stops on a decision."""
+    rng = np.random.default_rng(22)
+    wrong = faster_stopped = 0
+    for _ in range(200):
+        sd = float(rng.choice([0.01, 0.05, 0.2]))
+        cfg = {**_cfg(timing_budget_s=100.0, ci_width=0.0), "decide_below": 1.5}
+        tm = timing.paired_timing(_noisy(1e-3, sd, rng), _noisy(1.5e-3, sd, rng), cfg, probe_load=False)
+        wrong += tm["stop"] == "decided"
+        tm = timing.paired_timing(_noisy(1e-3, sd, rng), _noisy(2e-3, sd, rng), cfg, probe_load=False)
+        faster_stopped += tm["stop"] == "decided"
+    assert wrong <= 10 and faster_stopped == 0, (wrong, faster_stopped)
+
+
+def test_the_timing_ends_on_its_wall_clock_not_on_the_plan():
+    """The plan comes from single calls; where a sample costs more than that (a sandboxed request checks
+    and fills around its calls), the budget's wall clock still ends the pairs (after min_pairs)."""
+    import time
+
+    calls = {"n": 0}
+
+    def sample(n: int) -> float:
+        calls["n"] += 1
+        if calls["n"] > 2:  # the planning calls are cheap; every later sample costs 20 ms of wall time
+            time.sleep(0.02)
+        return 1e-3 * (1.0 + 0.3 * random.random())
+
+    cfg = _cfg(timing_budget_s=0.5, ci_width=0.0)
+    t0 = time.perf_counter()
+    tm = timing.paired_timing(timing.Timer(sample, "s"), timing.Timer(sample, "s"), cfg, probe_load=False)
+    wall = time.perf_counter() - t0
+    assert tm["stop"] == "budget" and cfg["min_pairs"] <= tm["pairs"] < cfg["max_pairs"]
+    assert wall < 0.5 + 0.2  # at most one pair (6 samples of 20 ms) past the budget

@@ -44,6 +44,11 @@ class EvaluatorConfig(_Section):
     # >= sample_s) gets fewer than min_pairs, at least 1, when they do not fit after its warm-up
     # (EvalResult.n_pairs; one pair has no interval: speedup_lo / speedup_hi None, extra["timing_limited"])
     timing_budget_s: float = 4.0
+    # issue 44: where one call of the root takes this long or more (its check says so) and the baseline is
+    # the root's own program (untuned TVM), the root is timed alone and its samples are the baseline's,
+    # reused by the run's later evaluations (timed alone, unpaired: benchmark/stats.py ratio_interval)
+    # instead of running the slow baseline in each; 0 = every evaluation paired (sandboxed llvm only)
+    reuse_baseline_s: float = Field(1.0, ge=0.0)
     # the speedup's confidence interval (benchmark/stats.py: geometric mean of the per-pair ratios,
     # bootstrap over pairs widened to at least the Student-t interval); "faster" = its lower bound > 1
     ci_level: float = Field(0.95, gt=0.5, lt=1.0)
@@ -177,7 +182,9 @@ class RunConfig(_Section):
     # no idle budget (issue 30): once every node's levels had nothing more to propose, the search
     # reopens them this many times, each round widened (AgentContext.extra["widen"]: the rule L1 agent
     # then offers variants for kernels already scheduled and wider tile grids); 0 = stop there
-    widen_rounds: int = Field(2, ge=0)
+    # (issue 44) rounds go on while one finds something new: the rule L1 agent walks its wider grids three
+    # untried variants a kernel at a time, so a run does not stop with budget left while they last
+    widen_rounds: int = Field(20, ge=0)
 
     # checked here, not by the command line, so a config file, `--set`, the experiment runner and
     # `--resume` (the run folder's config.yaml) all meet the same checks

@@ -70,10 +70,17 @@ class Reports(Protocol):
 @runtime_checkable
 class Evaluator(Protocol):
     """What the loop needs of the evaluator (benchmark.evaluator.Evaluator): a result and a profile;
-    `noise_floor`: the baseline also timed against itself (the loop asks it of the root's evaluation)."""
+    `noise_floor`: the baseline also timed against itself (the loop asks it of the root's evaluation,
+    `is_root`); `timing_budget_s`: this evaluation's timing phase, None for the configured one (the loop
+    gives the last evaluation what its budget has left); `decide_below`: the parent's speedup, under which
+    the timing may stop once decided; `reuse_baseline`: the root's baseline samples, against which a slow
+    task's candidates are timed alone (issue 44)."""
 
     def evaluate_full(self, task: Task, candidate: Candidate | None = None, *,
-                      profile: bool = False, noise_floor: bool = False) -> tuple[EvalResult, dict[str, Any] | None]: ...
+                      profile: bool = False, noise_floor: bool = False, is_root: bool = False,
+                      timing_budget_s: float | None = None,
+                      decide_below: float | None = None,
+                      reuse_baseline: list[float] | None = None) -> tuple[EvalResult, dict[str, Any] | None]: ...
 
 
 @runtime_checkable

@@ -85,6 +85,71 @@ class RunContext:
                     return f"LLM token budget of {run.max_tokens} used"
         return None
 
+    # ---- what evaluations cost (issue 44: a run ends within 5% of its budget) ------------------------
+    @staticmethod
+    def _cost_of(n) -> tuple[float, float, float] | None:
+        """(wall seconds the loop waited for the node's evaluation, of which its timing phase, of which what
+        an export repeats: the child's start, prepare and build); None for a node never evaluated. The loop
+        records the first as meta["cost_s"] (older trees: the child's own wall)."""
+        if n is None or n.result is None or n.status == "proposed":
+            return None
+        cost = n.meta.get("cost_s", n.meta.get("eval_s"))
+        if cost is None:
+            return None
+        ph = n.result.extra.get("phase_s") or {}
+        start = max(0.0, float(cost) - sum(float(v or 0.0) for v in ph.values())) if ph else 0.0
+        build = start + float(ph.get("prepare", 0.0) or 0.0) + float(ph.get("build", 0.0) or 0.0)
+        return float(cost), float(ph.get("time_step", 0.0) or 0.0), build
+
+    def _costs(self) -> list[tuple[float, float, float]]:
+        """`_cost_of` every evaluated node, oldest first."""
+        return [c for c in (self._cost_of(n) for n in self.tree.nodes()) if c is not None]
+
+    def eval_fixed_s(self) -> float:
+        """What an evaluation costs here besides its timing phase (build, checks, profile, the child's
+        start): the median of the last five evaluations' (the root's alone at first, whose cold build
+        makes it an overestimate)."""
+        costs = self._costs()[-5:]
+        if not costs:
+            return 0.0
+        fixed = sorted(max(0.0, c - t) for c, t, _ in costs)
+        return fixed[len(fixed) // 2]
+
+    def final_reserve_s(self) -> float:
+        """Budget kept for the run's last step, the export of the best node (leka.report.export_best: the
+        child's start, prepare and a build of that candidate, whose kernels and L2 objects are cached by
+        then, and the export; no check, no profile, no timing), so that the run ends within its budget:
+        1.25 x what those steps took in the best node's own evaluation, plus half a second to link (the
+        median of the last evaluations' where the best has no record)."""
+        try:
+            best = self._cost_of(self.tree.answer())
+        except Exception:  # noqa: BLE001 - a tree without an answer yet: the recent evaluations say it
+            best = None
+        if best is None:
+            recent = sorted(b for _, _, b in self._costs()[-5:])
+            if not recent:
+                return 0.0
+            best = (0.0, 0.0, recent[len(recent) // 2])
+        return 1.25 * best[2] + 0.5
+
+    def over_budget_reserved(self, used_s: float, evals: int) -> str | None:
+        """`over_budget` with the final export's reserve counted as spent."""
+        return self.over_budget(used_s + self.final_reserve_s(), evals)
+
+    def eval_plan(self, used_s: float) -> tuple[bool, float | None]:
+        """(whether to start one more evaluation, its timing budget). The budget left after the export's
+        reserve goes to this evaluation's timing when it is less than evaluator.timing_budget_s; an
+        evaluation that would end nearer the budget's end by not starting (under half its fixed cost
+        left) is not started, so the run's end falls within half an evaluation of its budget either way."""
+        left = self.cfg.run.budget_s - used_s - self.final_reserve_s()
+        fixed = self.eval_fixed_s()
+        if left <= 0 or (fixed > 0 and left < 0.5 * fixed):
+            return False, None
+        timing = left - fixed
+        if timing >= self.cfg.evaluator.timing_budget_s:
+            return True, None
+        return True, max(0.0, timing)
+
     def deadline(self, state: RunState) -> float:
         """Absolute monotonic time at which the wall-clock budget ends (for LLM calls)."""
         return self.t_mark + (self.cfg.run.budget_s - state.get("budget_used_s", 0.0))

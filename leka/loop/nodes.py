@@ -4,6 +4,7 @@ evaluated yet is evaluated on resume; an evaluated one is not redone."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,9 +29,10 @@ def init(state: RunState, runtime: Runtime[RunContext]) -> RunState:
         return {"current": roots[0].id, **({} if state.get("current") else fresh_state())}
     cand = ir.root_candidate(ctx.task, ctx.cfg.backend, ctx.root)
     # the root is the baseline's own program: its evaluation also states the run's noise floor
-    res, prof = ctx.evaluator.evaluate_full(ctx.task, cand, profile=True, noise_floor=True)
+    t0 = _start(ctx)
+    res, prof = ctx.evaluator.evaluate_full(ctx.task, cand, profile=True, noise_floor=True, is_root=True)
     nid = ctx.tree.add_node(None, None, None, cand.digest, result=res, profile=prof,
-                            artifacts=artifacts(cand), meta={"eval_s": res.wall_s})
+                            artifacts=artifacts(cand), meta={"eval_s": res.wall_s, "cost_s": _cost(ctx, t0)})
     ctx.keep_candidate(nid, cand)
     ctx.on_event("evaluated", {"node": nid, "result": res, "level": None})
     return {**fresh_state(), "current": nid, "evals": 1, "budget_used_s": ctx.tick(state)}
@@ -40,7 +42,7 @@ def sense(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     """Check the budget; the profile of the current node is already in the tree."""
     ctx = runtime.context
     used = ctx.tick(state)
-    stop = ctx.over_budget(used, state.get("evals", 0))
+    stop = ctx.over_budget_reserved(used, state.get("evals", 0))
     if stop:
         return {"budget_used_s": used, "done": True, "stop_reason": stop}
     ctx.on_event("sense", {"node": state["current"], "budget_used_s": used})
@@ -127,6 +129,8 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
         ctx.keep_candidate(child, new)
         proposed.append(child)
     upd: RunState = {"proposed": proposed}
+    if proposed and state.get("widen"):
+        upd["widen_fresh"] = True  # this widened round found something new: another may too
     if not proposed:
         ex = dict(state.get("exhausted", {}))
         ex[str(nid)] = sorted(set(ex.get(str(nid), [])) | {level})
@@ -156,10 +160,13 @@ def evaluate(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     for nid in pending:
         used = ctx.tick(state)
         state = {**state, "budget_used_s": used}
-        if ctx.over_budget(used, evals):
+        go, timing_s = ctx.eval_plan(used)
+        if not go or ctx.over_budget(used, evals):
             break
-        res, prof = ctx.evaluator.evaluate_full(ctx.task, ctx.candidate(nid), profile=True)
-        node = ctx.tree.update(nid, result=res, profile=prof, meta={"eval_s": res.wall_s})
+        t0 = _start(ctx)
+        res, prof = ctx.evaluator.evaluate_full(ctx.task, ctx.candidate(nid), profile=True, timing_budget_s=timing_s,
+                                                decide_below=_parent_speedup(ctx, nid), **_reuse(ctx))
+        node = ctx.tree.update(nid, result=res, profile=prof, meta={"eval_s": res.wall_s, "cost_s": _cost(ctx, t0)})
         evals += 1
         ctx.on_event("evaluated", {"node": nid, "result": res, "level": node.level, "status": node.status})
     exp = dict(state.get("expansions", {}))
@@ -170,9 +177,13 @@ def evaluate(state: RunState, runtime: Runtime[RunContext]) -> RunState:
 def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     ctx = runtime.context
     used = ctx.tick(state)
-    stop = ctx.over_budget(used, state.get("evals", 0))
+    stop = ctx.over_budget_reserved(used, state.get("evals", 0))
     if stop:
         return {"budget_used_s": used, "done": True, "stop_reason": stop}
+    if not ctx.eval_plan(used)[0]:
+        return {"budget_used_s": used, "done": True,
+                "stop_reason": f"wall-clock budget of {ctx.cfg.run.budget_s:g} s used: {ctx.cfg.run.budget_s - used:.0f} s "
+                               f"left, less than half an evaluation ({ctx.eval_fixed_s():.0f} s) after the export's reserve"}
     # greedy search (an ablation): no exploration bonus, so only the current best node is expanded
     explore = 0.0 if ctx.cfg.run.search == "greedy" else ctx.cfg.run.explore
     nxt = choose_next(ctx.tree, state, ctx.layers, explore)
@@ -180,15 +191,18 @@ def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     widen = state.get("widen", 0)
     # only where an enabled level's agent has more to offer when widened (its `widens`: the rule L1
     # agent's wider grids); a model-backed agent asked again would repeat its answer at a cost
-    if nxt is None and widen < ctx.cfg.run.widen_rounds and any(
+    # a widened round that found nothing new at any node ends the widening: the next would find nothing too
+    spent = widen > 0 and not state.get("widen_fresh", False)
+    if nxt is None and not spent and widen < ctx.cfg.run.widen_rounds and any(
             getattr(ctx.agents.get(lv), "widens", False) for lv in ctx.layers):
         # every node had nothing more at every level, and budget is left: reopen them, widened (the
         # agents see extra["widen"]); what was tried stays tried, so a round adds only what is new
-        upd = {"widen": widen + 1, "exhausted": {}}
+        upd = {"widen": widen + 1, "exhausted": {}, "widen_fresh": False}
         nxt = choose_next(ctx.tree, {**state, "exhausted": {}}, ctx.layers, explore)
         ctx.on_event("widen", {"round": widen + 1, "node": nxt})
     if nxt is None:
-        why = "nothing left to expand" + (f" (after {widen} widened round(s))" if widen else "")
+        why = "nothing left to expand" + (f" (after {widen} widened round(s)" + (", the last of which found nothing new)"
+                                                                              if spent else ")") if widen else "")
         return {"budget_used_s": used, "done": True, "stop_reason": why}
     return {**upd, "current": nxt, "iteration": state.get("iteration", 0) + 1, "budget_used_s": used,
             "level": "", "route_reason": ""}
@@ -197,6 +211,38 @@ def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
 def finish(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     runtime.context.tree.expire_pending()
     return {"done": True, "budget_used_s": runtime.context.tick(state)}
+
+
+def _cost(ctx: RunContext, t0: tuple[float, float]) -> float:
+    """The loop's wall time for one evaluation since `t0` (`_start`), less the slot waits the budget does
+    not count: what the run's budget paid for it."""
+    waited = float(getattr(ctx.evaluator, "wait_s", 0.0)) - t0[1]
+    return round(max(0.0, time.monotonic() - t0[0] - max(0.0, waited)), 3)
+
+
+def _start(ctx: RunContext) -> tuple[float, float]:
+    return time.monotonic(), float(getattr(ctx.evaluator, "wait_s", 0.0))
+
+
+def _reuse(ctx: RunContext) -> dict:
+    """The root's baseline samples where its evaluation timed it alone (a slow task whose baseline is the
+    root's own program: benchmark/timing.py alone_for): every later evaluation is timed against them."""
+    roots = ctx.tree.roots()
+    r = roots[0].result if roots else None
+    samples = r.extra.get("baseline_samples") if r is not None and r.correct else None
+    return {"reuse_baseline": samples} if samples else {}
+
+
+def _parent_speedup(ctx: RunContext, nid: int) -> float | None:
+    """The parent's validly timed speedup: a child decided to be slower than it needs no more pairs
+    (benchmark/timing.py decided_below). None where the parent has no trusted speedup."""
+    node = ctx.tree.get(nid)
+    if node.parent is None:
+        return None
+    r = ctx.tree.get(node.parent).result
+    if r is None or not r.correct or not r.timing_valid or not r.speedup:
+        return None
+    return float(r.speedup)
 
 
 def artifacts(c: ir.Candidate) -> dict[str, str | bytes]:

@@ -20,6 +20,7 @@ class RunState(TypedDict, total=False):
     stop_reason: str
     router_state: dict[str, Any]
     widen: int  # widened rounds begun after every node was exhausted (run.widen_rounds)
+    widen_fresh: bool  # the current widened round has proposed something new (else the widening ends)
 
 
 def fresh_state() -> RunState:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -171,6 +172,94 @@ def l0_fuse_transpose_matmul(mod: tvm.IRModule, target: tvm.target.Target) -> tv
     return relax.transform.FuseTransposeMatmul()(mod)
 
 
+def gelu_tanh_fast(x):
+    """GELU's tanh form with TVM's rational tanh (topi.fast_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    from tvm import te, topi
+
+    c = math.sqrt(2.0 / math.pi)
+    inner = te.compute(x.shape, lambda *i: x(*i) * (c + (c * 0.044715) * x(*i) * x(*i)), name="gelu_inner")
+    t = topi.fast_tanh(inner)
+    return te.compute(x.shape, lambda *i: x(*i) * 0.5 * (1.0 + t(*i)), name="gelu_tanh_fast")
+
+
+def gelu_fast(x):
+    """GELU's erf form with topi.fast_erf: 0.5 x (1 + erf(x / sqrt(2)))."""
+    from tvm import te, topi
+
+    inner = te.compute(x.shape, lambda *i: x(*i) * (1.0 / math.sqrt(2.0)), name="gelu_inner")
+    e = topi.fast_erf(inner)
+    return te.compute(x.shape, lambda *i: x(*i) * 0.5 * (1.0 + e(*i)), name="gelu_fast")
+
+
+@relax.expr_functor.mutator
+class _FastGelu(relax.PyExprMutator):
+    """relax.nn.gelu_tanh / gelu on float32 -> one call_te each whose tanh / erf is TVM's polynomial."""
+
+    def visit_call_(self, call):
+        call = super().visit_call_(call)
+        name = getattr(call.op, "name", "")
+        if name in ("relax.nn.gelu_tanh", "relax.nn.gelu") and str(getattr(call.args[0].ty, "dtype", "")) == "float32":
+            return self.builder_.call_te(gelu_tanh_fast if name == "relax.nn.gelu_tanh" else gelu_fast, call.args[0])
+        return call
+
+
+@tvm.transform.module_pass(opt_level=0, name="LekaFastGelu")
+class _FastGeluPass:
+    def transform_module(self, mod: tvm.IRModule, ctx) -> tvm.IRModule:
+        m = _FastGelu(mod)
+        for gv, func in mod.functions_items():
+            if isinstance(func, relax.Function):
+                m.builder_.update_func(gv, m.visit_expr(func))
+        return m.builder_.get()
+
+
+def l0_fast_math(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    """exp, tanh, erf, softmax and GELU (both forms) -> TVM's polynomial / rational approximations
+    (topi.fast_exp, fast_tanh, fast_erf: range reduction + a polynomial, a few ulp in float32). On llvm
+    the exact ones become llvm.exp / tanh intrinsics that LLVM expands to one libm call per lane, so a
+    vectorised loop of them runs at scalar speed; the approximations are plain arithmetic and vectorise at
+    the target's lanes. Approximate: the evaluator's tolerance (fp32 1e-4) is what judges them."""
+    return _seq(_FastGeluPass(), relax.transform.FastMathTransform(), relax.transform.CanonicalizeBindings(),
+                relax.transform.DeadCodeElimination())(mod)
+
+
+@relax.expr_functor.mutator
+class _Top1(relax.PyExprMutator):
+    """topk(x, k=1) -> (max(x), argmax(x)) along its axis (min / argmin where not largest)."""
+
+    def visit_call_(self, call):
+        call = super().visit_call_(call)
+        if getattr(call.op, "name", "") != "relax.topk" or int(call.attrs.k) != 1:
+            return call
+        x, axis, largest = call.args[0], int(call.attrs.axis), bool(call.attrs.largest)
+        ret = str(call.attrs.ret_type)
+        value = (relax.op.max if largest else relax.op.min)(x, axis=axis, keepdims=True)
+        index = relax.op.astype((relax.op.argmax if largest else relax.op.argmin)(x, axis=axis, keepdims=True),
+                                str(call.attrs.dtype))
+        if ret == "values":
+            return value
+        if ret == "indices":
+            return index
+        return relax.Tuple([self.builder_.emit(value), self.builder_.emit(index)])
+
+
+@tvm.transform.module_pass(opt_level=0, name="LekaTop1ToMax")
+class _Top1Pass:
+    def transform_module(self, mod: tvm.IRModule, ctx) -> tvm.IRModule:
+        m = _Top1(mod)
+        for gv, func in mod.functions_items():
+            if isinstance(func, relax.Function):
+                m.builder_.update_func(gv, m.visit_expr(func))
+        return m.builder_.get()
+
+
+def l0_topk1_to_max(mod: tvm.IRModule, target: tvm.target.Target) -> tvm.IRModule:
+    """topk with k = 1 (how torch.export writes `x.max(dim).values`: TVM 0.27 imports amax as topk) is a
+    sort per row in TVM's lowering; its value is the row's max (min) exactly, its index argmax (argmin):
+    one streaming reduction each. Unused indices are dropped."""
+    return _seq(_Top1Pass(), relax.transform.CanonicalizeBindings(), relax.transform.DeadCodeElimination())(mod)
+
+
 @dataclass(frozen=True)
 class L0Pass:
     name: str
@@ -188,6 +277,10 @@ L0_PASSES: dict[str, L0Pass] = {p.name: p for p in (
     L0Pass("conv1x1_to_matmul", l0_conv1x1_to_matmul, "1x1 convolutions become matmuls"),
     L0Pass("clip_to_relu_min", l0_clip_to_relu_min, "clip(x, 0, hi) becomes minimum(relu(x), hi)"),
     L0Pass("pow_to_multiply", l0_pow_to_multiply, "power(x, 2) -> x * x, power(x, 0.5) -> sqrt(x)"),
+    L0Pass("topk1_to_max", l0_topk1_to_max, "topk(k=1) -> max / argmax along its axis (exact; a sort per row "
+           "otherwise)"),
+    L0Pass("fast_math", l0_fast_math, "exp, tanh, erf, softmax, GELU -> polynomial approximations that vectorise "
+           "(the exact ones are one libm call per lane on CPUs); approximate within fp32 tolerance"),
     L0Pass("fuse", l0_fuse, "legalize and fuse operators into PrimFuncs in the graph itself"),
     L0Pass("decompose_ops", l0_decompose_ops, "decompose composite ops for inference"),
     L0Pass("fold_constant", l0_fold_constant, "fold constant subexpressions"),

@@ -25,6 +25,10 @@ def flatten_outputs(out) -> list:
     return res
 
 
+# a profile's calls fit in this (profile_kernels): a slow program is profiled in one call
+PROFILE_BUDGET_S = 0.5
+
+
 class VMRunner:
     """A built Relax executable on one device: run on numpy inputs, time without Python overhead."""
 
@@ -56,12 +60,17 @@ class VMRunner:
         CallLoopUnavailable without a compiler."""
         return call_loop.rotating_loop(self.vm["main"], dev_sets, cache_dir, hold=hold)
 
-    def profile_kernels(self, dev_args: Sequence[Any], repeat: int = 5, warmup: int = 1) -> tuple[list[dict], float]:
+    def profile_kernels(self, dev_args: Sequence[Any], repeat: int = 5, warmup: int = 1,
+                        budget_s: float = PROFILE_BUDGET_S) -> tuple[list[dict], float]:
         """Per VM call (kernels and builtins): seconds per iteration and call count, plus the total.
-        `VirtualMachine(profile=True)` is gone in 0.27, so time each call with set_instrument."""
+        `VirtualMachine(profile=True)` is gone in 0.27, so time each call with set_instrument.
+
+        What it costs is bounded by `budget_s`, not by `repeat` alone (issue 44: a ResNet block of ~10 s
+        a call spent a minute of an 8-minute run in 6 profiled calls): the first call is instrumented;
+        one that lasts `budget_s` or more is the profile by itself (a program that slow has no warm-up
+        worth a call: a profile is advice, and its share per kernel is what the router reads); a faster
+        one is the warm-up (with `warmup`), followed by at most `repeat` calls that fit `budget_s`."""
         f = self.vm["main"]
-        for _ in range(warmup):
-            f(*dev_args)
         stats: dict[str, list[float]] = defaultdict(list)
         start: dict[str, float] = {}
         # GPU launches return at once: sync around each call so the wall time is the kernel's
@@ -76,10 +85,23 @@ class VMRunner:
             return 0  # VMInstrumentReturnKind.NO_OP
 
         self.vm.set_instrument(instrument)
-        t0 = time.perf_counter()
         try:
-            for _ in range(repeat):
-                f(*dev_args)
+            t0 = time.perf_counter()
+            f(*dev_args)
+            sync()
+            first = time.perf_counter() - t0
+            if first >= budget_s or repeat <= 1 and warmup <= 0:
+                repeat = 1
+            else:
+                if warmup > 0:  # the first call was the warm-up: its times go
+                    stats.clear()
+                    repeat = max(1, min(repeat, int(budget_s // max(first, 1e-9))))
+                else:  # the first call counts: repeat - 1 more within the budget
+                    repeat = max(1, min(repeat, 1 + int((budget_s - first) // max(first, 1e-9))))
+                t0 = time.perf_counter() - (0.0 if warmup > 0 else first)
+                for _ in range(repeat - (0 if warmup > 0 else 1)):
+                    f(*dev_args)
+                sync()
         finally:
             self.vm.set_instrument(lambda *a: 0)
         total = (time.perf_counter() - t0) / repeat
