@@ -168,6 +168,8 @@ def baseline_cmd(
     task: list[str] = typer.Option([], "--task", help="task id or path (repeatable), instead of --subset"),
     every: bool = typer.Option(False, "--all", help="every suite instance (of --level) for the backend"),
     level: list[int] = typer.Option([], "--level", help="with --all: these levels only (repeatable)"),
+    limit_per_level: int = typer.Option(None, "--limit-per-level", help="with --all: the first N of each level "
+                                        "(the instances `leka bench oneshot --limit-per-level N` takes)"),
     background: bool = typer.Option(False, "--background", help="detach: tune in a process of its own, logging "
                                     "to CACHE_DIR/baseline-BACKEND-TRIALS.log; run again to resume (tuned ones are reused)"),
     backend: str = backend_option(),
@@ -205,7 +207,11 @@ def baseline_cmd(
     if every:
         from benchmark.task import select
 
-        ids += [t.id for t in select() if not level or t.level in level]
+        per: dict[int, int] = {}
+        for t in select():
+            if (not level or t.level in level) and (limit_per_level is None or per.get(t.level, 0) < limit_per_level):
+                ids.append(t.id)
+                per[t.level] = per.get(t.level, 0) + 1
     ids = list(dict.fromkeys(ids))
     tab = Table(title=f"MetaSchedule baselines ({trials} trials, {backend}"
                 + (f", {dev.url})" if dev.url not in ("", "local") else ")"))

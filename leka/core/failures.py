@@ -42,7 +42,7 @@ _BY_KIND: dict[str, FailureClass] = {"timeout": "timeout", "oom": "memory", "inp
                                      "mismatch": "numerics", "nan": "numerics"}
 # kinds whose failure, when the text names nothing more specific, is a candidate that does not build or
 # does not keep the interface (its own output signature, the static check's forbidden calls)
-_SYNTAX_KINDS = frozenset({"compile", "import", "bad_input", "shape", "illegal_source", "no_candidate"})
+_SYNTAX_KINDS = frozenset({"compile", "import", "bad_input", "shape", "illegal_source"})
 
 _MEMORY_FAULT = re.compile(
     r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CL_MEM_OBJECT_ALLOCATION_FAILURE"

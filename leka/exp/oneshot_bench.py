@@ -45,6 +45,13 @@ def arm_names(models: Sequence[str]) -> list[str]:
     return out
 
 
+def model_label(spec: str) -> str:
+    """A model spec in a table cell: NAME (provider), without the URL, options or a `|` (a cell separator)."""
+    provider, _, rest = spec.partition(":")
+    name = rest.split("|", 1)[1] if "|" in rest else rest
+    return f"{name.split('?', 1)[0] or spec} ({provider})" if rest else spec
+
+
 def make_config(*, models: Sequence[str], backends: Sequence[str], subset: str | None = None,
                 levels: Sequence[int] | None = None, ids: Sequence[str] = (), limit_per_level: int | None = None,
                 trials: int = 64, engines: Sequence[str] = ("auto",), cache_dir: str = ".leka-cache",
@@ -121,7 +128,8 @@ class OneShotTable:
             self.total = st.conn.execute("SELECT count(*) FROM jobs").fetchone()[0]
         finally:
             st.close()
-        self.model = {a["name"]: a.get("model") or self.cfg.get("model") or a["name"] for a in self.cfg["arms"]}
+        self.spec = {a["name"]: a.get("model") or self.cfg.get("model") or a["name"] for a in self.cfg["arms"]}
+        self.model = {a: model_label(s) for a, s in self.spec.items()}
         self.arms = [a["name"] for a in self.cfg["arms"]]
         self.trials = int(self.cfg["baseline"]["tuned_trials"])
         self.ref = f"MetaSchedule-{self.trials} (tuned TVM, {self.trials} trials)" if self.trials else "untuned TVM"
@@ -192,7 +200,8 @@ class OneShotTable:
             out.append(f"| {self.model[arm]} | {len(rows)} | {sum(int(r.get('llm_calls') or 0) for r in rows)} | "
                        f"{sum(int(r.get('input_tokens') or 0) for r in rows)} | "
                        f"{sum(int(r.get('output_tokens') or 0) for r in rows)} | {usd} | {per} |")
-        out += ["", machine_line(), ""]
+        out += ["", "Models: " + "; ".join(f"{self.model[a]} = `{self.spec[a]}`" for a in self.arms) + ".",
+                "", machine_line(), ""]
         return out
 
     def _engine_label(self, backend: str, kind: str) -> str:
@@ -244,6 +253,6 @@ def cells_json(t: OneShotTable) -> list[dict[str, Any]]:
     for b in t.backends:
         for arm in t.arms:
             for lv in sorted({r.get("level") for r in t._rows(arm, b)}, key=lambda x: (x is None, x or 0)):
-                out.append({"model": t.model[arm], "arm": arm, "backend": b, "level": lv,
+                out.append({"model": t.spec[arm], "arm": arm, "backend": b, "level": lv,
                             **cell(t._rows(arm, b, lv), t.engines(b))})
     return out
