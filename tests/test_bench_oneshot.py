@@ -34,6 +34,9 @@ def broken_l2(edit: dict, backend: str) -> dict:
     if backend == "opencl":
         text = f"__kernel void {name}_kernel(__global float* restrict a) {{ int i = get_global_id(0) +; }}\n"
         lang = "opencl"
+    elif backend == "cuda":
+        text = f'extern "C" __global__ void {name}_kernel(float* a) {{ int i = +; }}\n'
+        lang = "cuda"
     else:
         text = f'#include <cstdint>\nextern "C" int32_t {name}_kernel(float* a) {{ return a[0] +; }}\n'
         lang = "cpp"

@@ -140,7 +140,12 @@ def report_cmd(exp_dir: str = typer.Argument(..., help="EXP_DIR")) -> None:
     """Write EXP_DIR/report.md and the self-contained EXP_DIR/report.html from results.sqlite."""
     from leka.exp.report import write_report
 
-    paths = write_report(_exp_dir(exp_dir))
+    d = _exp_dir(exp_dir)
+    paths = write_report(d)
+    from leka.exp.oneshot_bench import TABLE_MD, write_table
+
+    if (d / TABLE_MD).is_file():  # a one-shot benchmark's table, regenerated from the same rows
+        paths += write_table(d)
     console.print(f"report: {', '.join(str(p) for p in paths)}")
 
 

@@ -201,7 +201,7 @@ class OneShotTable:
                        f"{sum(int(r.get('input_tokens') or 0) for r in rows)} | "
                        f"{sum(int(r.get('output_tokens') or 0) for r in rows)} | {usd} | {per} |")
         out += ["", "Models: " + "; ".join(f"{self.model[a]} = `{self.spec[a]}`" for a in self.arms) + ".",
-                "", machine_line(), ""]
+                "", machine_line(self.exp_dir), ""]
         return out
 
     def _engine_label(self, backend: str, kind: str) -> str:
@@ -222,8 +222,22 @@ class OneShotTable:
                 f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>")
 
 
-def machine_line() -> str:
-    """The machine, versions and date the table was written on (committed tables say where they came from)."""
+MACHINE = "oneshot_machine.json"
+
+
+def machine_line(exp_dir: Path) -> str:
+    """The machine, versions and date of the benchmark (committed tables say where they came from): read
+    from EXP_DIR/oneshot_machine.json, written the first time, so a table regenerated elsewhere (an export)
+    still names the machine that measured it."""
+    f = Path(exp_dir) / MACHINE
+    if f.is_file():
+        return json.loads(f.read_text())["line"]
+    line = _machine_now()
+    f.write_text(json.dumps({"line": line}))
+    return line
+
+
+def _machine_now() -> str:
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
