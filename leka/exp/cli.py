@@ -203,7 +203,7 @@ def bench_oneshot_cmd(
             require_runnable(b)  # one line naming what is missing (cuda off a GPU), before any folder is made
         exp_dir, cfg, jobs = start_cfg(cfg, out)
     n = workers or len(os.sched_getaffinity(0))
-    console.print(f"[bold]one-shot benchmark[/] {cfg.name}: {len(jobs)} instances x models, {n} at once -> {exp_dir}")
+    console.print(f"[bold]one-shot benchmark[/] {cfg.name}: {len(jobs)} jobs (instances x models x backends), {n} at once -> {exp_dir}")
     counts = run_grid(exp_dir, cfg, jobs, address=None, workers=n)
     console.print(f"grid: {counts.get('done', 0)}/{len(jobs)} done, {counts.get('failed', 0)} failed")
     paths = [*write_report(exp_dir), *write_table(exp_dir)]

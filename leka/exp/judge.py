@@ -97,14 +97,22 @@ def engine_support(task, backend: str, cfg: ExpConfig) -> dict[str, dict[str, An
     on this backend (`baseline.engines`), whether or not the candidate is correct: an engine that cannot
     take the task (its export or conversion refused, not installed) leaves the instance out of that
     engine's Fast@1 instead of counting it as a loss. The conversions are cached (benchmark/engines.py)."""
+    import fcntl
+
     from benchmark import baselines
     from benchmark import engines as E
 
     out: dict[str, dict[str, Any]] = {}
     for k in cfg.baseline.engine_kinds(backend):
         e: dict[str, Any] = {"label": baselines.label(k, backend)}
+        d = E.engine_dir(task, cfg.baseline.cache_dir)
+        d.mkdir(parents=True, exist_ok=True)
         try:
-            E.prepare(k, task, device=baselines.engine_device(k, backend), cache_dir=cfg.baseline.cache_dir)
+            # one preparer per task at a time: two jobs of one instance (two models, two backends) exporting
+            # and verifying at once raced on the cache's files, and the loser read as "unsupported"
+            with open(d / ".prepare.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                E.prepare(k, task, device=baselines.engine_device(k, backend), cache_dir=cfg.baseline.cache_dir)
             e["supported"] = True
         except E.BaselineUnsupported as ex:
             e.update(supported=False, reason=str(ex)[:300])
