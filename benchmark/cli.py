@@ -199,20 +199,7 @@ def baseline_cmd(
     if background:
         _detach(backend, trials, cache_dir)
         return
-    ids: list[str] = list(task)
-    if subset:
-        from benchmark.subsets import load_subset
-
-        ids += load_subset(subset, backend)
-    if every:
-        from benchmark.task import select
-
-        per: dict[int, int] = {}
-        for t in select():
-            if (not level or t.level in level) and (limit_per_level is None or per.get(t.level, 0) < limit_per_level):
-                ids.append(t.id)
-                per[t.level] = per.get(t.level, 0) + 1
-    ids = list(dict.fromkeys(ids))
+    ids = _baseline_ids(backend, task, subset, every, level, limit_per_level)
     tab = Table(title=f"MetaSchedule baselines ({trials} trials, {backend}"
                 + (f", {dev.url})" if dev.url not in ("", "local") else ")"))
     for col in ("task", "status", "seconds", "database"):
@@ -228,6 +215,26 @@ def baseline_cmd(
                 continue
         tab.add_row(t.id, "reused (cache)" if reused else "tuned", f"{time.time() - t0:.1f}", str(d))
     console.print(tab)
+
+
+def _baseline_ids(backend: str, task: list[str], subset: str | None, every: bool, level: list[int],
+                  limit_per_level: int | None) -> list[str]:
+    """The tasks `leka bench baseline` tunes: --task ids, a subset's part for the backend, and with --all
+    the suite (of --level; the first --limit-per-level of each level, as `leka bench oneshot` takes them)."""
+    ids: list[str] = list(task)
+    if subset:
+        from benchmark.subsets import load_subset
+
+        ids += load_subset(subset, backend)
+    if every:
+        from benchmark.task import select
+
+        per: dict[int, int] = {}
+        for t in select():
+            if (not level or t.level in level) and (limit_per_level is None or per.get(t.level, 0) < limit_per_level):
+                ids.append(t.id)
+                per[t.level] = per.get(t.level, 0) + 1
+    return list(dict.fromkeys(ids))
 
 
 def _detach(backend: str, trials: int, cache_dir: str) -> None:

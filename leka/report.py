@@ -242,27 +242,34 @@ def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger
         for tag, t in llm_by_tag(ledger).items():
             lines.append(f"| {tag} | {t['calls']} | {t['input_tokens']} | {t['output_tokens']} | ${t['cost_usd']:.4f} |")
         lines.append("")
+    lines += failure_lines(summary, tree, edit_summary)
+    lines += ["Files: `tree.sqlite` (every node), `tree.html` (interactive view), `config.yaml`, `summary.json`, "
+              "`best.so` + `load_best.py`.", ""]
+    return "\n".join(lines)
+
+
+def failure_lines(summary: dict[str, Any], tree, edit_summary) -> list[str]:
+    """The run's failures by class (leka.core.failures) and its first failed attempts, each with its class."""
+    out: list[str] = []
     fails = summary.get("failures_by_class") or {}
     if fails:
         from leka.core.failures import label
 
-        lines += ["## Failures by class", "", "| class | failed evaluations |", "|---|---|",
-                  *(f"| {label(c)} | {n} |" for c, n in fails.items()), ""]
+        out += ["## Failures by class", "", "| class | failed evaluations |", "|---|---|",
+                *(f"| {label(c)} | {n} |" for c, n in fails.items()), ""]
     failed = [n for n in tree.nodes() if n.status == "failed"][:10]
     if failed:
         from leka.core.failures import classify
 
-        lines += ["## Failed attempts (first 10)", ""]
+        out += ["## Failed attempts (first 10)", ""]
         for n in failed:
             r = n.result
             err = (r.error or "").splitlines()[0][:200] if r else ""
             cls = (r.failure_class or classify(r.error_kind, r.error, r.correct)) if r else None
-            lines.append(f"- #{n.id} {n.level} {edit_summary(n.edit)}: {r.error_kind if r else ''}"
-                         f"{f' ({cls})' if cls else ''}: {err}")
-        lines.append("")
-    lines += ["Files: `tree.sqlite` (every node), `tree.html` (interactive view), `config.yaml`, `summary.json`, "
-              "`best.so` + `load_best.py`.", ""]
-    return "\n".join(lines)
+            out.append(f"- #{n.id} {n.level} {edit_summary(n.edit)}: {r.error_kind if r else ''}"
+                       f"{f' ({cls})' if cls else ''}: {err}")
+        out.append("")
+    return out
 
 
 def summary_table(s: dict[str, Any]) -> Table:

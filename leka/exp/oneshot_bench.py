@@ -143,9 +143,6 @@ class OneShotTable:
                 and (level is None or r.get("level") == level)]
 
     def markdown_lines(self) -> list[str]:
-        from leka.core.failures import FAILURE_CLASSES, LABELS
-        from leka.exp.report import row_class
-
         out = [f"# One-shot benchmark: {self.cfg['name']}", "",
                f"{len(self.rows)} of {self.total} instances judged. One generation per instance and model, judged once. "
                f"Each rate: point [95% Wilson interval over instances] (k/n). Fast@1.0: correct and the speedup's "
@@ -173,6 +170,16 @@ class OneShotTable:
                                f"{_rate(c['correct'], c['n'])} | {_rate(c['fast_tuned'], c['n_tuned'])} | {c['no_tuned']} | "
                                + " | ".join(ecells) + (" |" if ecells else "|"))
             out.append("")
+        out += self.failure_lines() + self.cost_lines()
+        out += ["", "Models: " + "; ".join(f"{self.model[a]} = `{self.spec[a]}`" for a in self.arms) + ".",
+                "", machine_line(self.exp_dir), ""]
+        return out
+
+    def failure_lines(self) -> list[str]:
+        from leka.core.failures import FAILURE_CLASSES, LABELS
+        from leka.exp.report import row_class
+
+        out: list[str] = []
         out += ["### Failures by class (the failed instances; leka.core.failures)", "",
                 "| model | backend | failed | " + " | ".join(LABELS[c] for c in FAILURE_CLASSES) + " |",
                 "|---|---|---|" + "---|" * len(FAILURE_CLASSES)]
@@ -185,6 +192,10 @@ class OneShotTable:
                 cells = [f"{cls.count(c)} ({100 * cls.count(c) / len(cls):.1f}%)" if cls.count(c) else "0"
                          for c in FAILURE_CLASSES]
                 out.append(f"| {self.model[arm]} | {b} | {len(cls)} of {len(rows)} | " + " | ".join(cells) + " |")
+        return out
+
+    def cost_lines(self) -> list[str]:
+        out: list[str] = []
         out += ["", "### Cost per model (the providers' reported usage)", "",
                 "| model | instances | LLM calls | input tokens | output tokens | USD | USD per instance |",
                 "|---|---|---|---|---|---|---|"]
@@ -200,8 +211,6 @@ class OneShotTable:
             out.append(f"| {self.model[arm]} | {len(rows)} | {sum(int(r.get('llm_calls') or 0) for r in rows)} | "
                        f"{sum(int(r.get('input_tokens') or 0) for r in rows)} | "
                        f"{sum(int(r.get('output_tokens') or 0) for r in rows)} | {usd} | {per} |")
-        out += ["", "Models: " + "; ".join(f"{self.model[a]} = `{self.spec[a]}`" for a in self.arms) + ".",
-                "", machine_line(self.exp_dir), ""]
         return out
 
     def _engine_label(self, backend: str, kind: str) -> str:
