@@ -194,6 +194,12 @@ def eval_cmd(
 def baseline_cmd(
     subset: str = typer.Option(None, "--subset", help="e.g. subset69"),
     task: list[str] = typer.Option([], "--task", help="task id or path (repeatable), instead of --subset"),
+    every: bool = typer.Option(False, "--all", help="every suite instance (of --level) for the backend"),
+    level: list[int] = typer.Option([], "--level", help="with --all: these levels only (repeatable)"),
+    limit_per_level: int = typer.Option(None, "--limit-per-level", help="with --all: the first N of each level "
+                                        "(the instances `leka bench oneshot --limit-per-level N` takes)"),
+    background: bool = typer.Option(False, "--background", help="detach: tune in a process of its own, logging "
+                                    "to CACHE_DIR/baseline-BACKEND-TRIALS.log; run again to resume (tuned ones are reused)"),
     backend: str = backend_option(),
     trials: int = typer.Option(64, "--trials"),
     cache_dir: str = typer.Option(".leka-cache", "--cache-dir"),
@@ -216,13 +222,12 @@ def baseline_cmd(
     _check_backend(backend, dev.url)
     if trials < 1:
         raise UserError("--trials must be >= 1")
-    if not subset and not task:
-        raise UserError("give --subset NAME or --task ID")
-    ids: list[str] = list(task)
-    if subset:
-        from benchmark.subsets import load_subset
-
-        ids += load_subset(subset, backend)
+    if not subset and not task and not every:
+        raise UserError("give --subset NAME, --task ID or --all")
+    if background:
+        _detach(backend, trials, cache_dir)
+        return
+    ids = _baseline_ids(backend, task, subset, every, level, limit_per_level)
     tab = Table(title=f"MetaSchedule baselines ({trials} trials, {backend}"
                 + (f", {dev.url})" if dev.url not in ("", "local") else ")"))
     for col in ("task", "status", "seconds", "database"):
@@ -238,6 +243,40 @@ def baseline_cmd(
                 continue
         tab.add_row(t.id, "reused (cache)" if reused else "tuned", f"{time.time() - t0:.1f}", str(d))
     console.print(tab)
+
+
+def _baseline_ids(backend: str, task: list[str], subset: str | None, every: bool, level: list[int],
+                  limit_per_level: int | None) -> list[str]:
+    """The tasks `leka bench baseline` tunes: --task ids, a subset's part for the backend, and with --all
+    the suite (of --level; the first --limit-per-level of each level, as `leka bench oneshot` takes them)."""
+    ids: list[str] = list(task)
+    if subset:
+        from benchmark.subsets import load_subset
+
+        ids += load_subset(subset, backend)
+    if every:
+        from benchmark.task import select
+
+        per: dict[int, int] = {}
+        for t in select():
+            if (not level or t.level in level) and (limit_per_level is None or per.get(t.level, 0) < limit_per_level):
+                ids.append(t.id)
+                per[t.level] = per.get(t.level, 0) + 1
+    return list(dict.fromkeys(ids))
+
+
+def _detach(backend: str, trials: int, cache_dir: str) -> None:
+    """This same command without --background, in a new session (it outlives the shell), its output in a
+    log; each task's database is cached as it finishes, so a killed run resumes where it stopped."""
+    import subprocess
+
+    argv = [a for a in sys.argv[1:] if a != "--background"]
+    log = Path(cache_dir) / f"baseline-{backend}-{trials}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as f:
+        p = subprocess.Popen([sys.executable, "-m", "leka.cli", *argv], stdout=f, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+    console.print(f"tuning in the background: pid {p.pid}, log {log}; run the same command again to resume")
 
 
 def roof_rows(p) -> list[tuple[str, ...]]:

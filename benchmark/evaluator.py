@@ -96,6 +96,8 @@ class Evaluator:
             d = baselines.ms_dir(task, self.backend, self.baseline.trials, self.cache_dir, self.device)
             if not baselines.is_tuned(d):
                 return EvalResult(task=task.id, backend=self.backend, baseline=kind, error_kind="bad_input",
+                                  # no tuned baseline: nothing of the candidate failed, and the caller can tell
+                                  failure_class="other", extra={"no_tuned_baseline": True},
                                   error=f"no MetaSchedule database for {task.id} with {self.baseline.trials} trials: "
                                   f"run `leka bench baseline --task {task.id} --backend {self.backend} --trials "
                                   f"{self.baseline.trials}" + (f" --device {self.device['url']}`" if self.device else "`")
@@ -109,6 +111,7 @@ class Evaluator:
         waited = 0.0
         try:
             res, prof = self.runner.submit(job).result()
+            res.classified()  # the failure taxonomy (leka.core.failures) on every result that leaves the judge
             # waits for a measuring slot and, inside the child, for the CPU gate: other jobs' time
             waited = float(res.extra.get("slot_wait_s", 0.0)) + float(res.extra.get("gate_wait_s", 0.0))
             self.wait_s += waited

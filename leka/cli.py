@@ -22,7 +22,10 @@ def _mount() -> None:
 
     app.add_typer(opencl_app, name="opencl", help="OpenCL runtime plugin: build it from a TVM source folder.")
     from benchmark.cli import app as bench_app
+    from leka.exp.cli import bench_oneshot_cmd
 
+    # the one-shot benchmark runs on the experiment grid (leka.exp), above the benchmark layer
+    bench_app.command("oneshot")(bench_oneshot_cmd)
     app.add_typer(bench_app, name="bench", help="EdgeKernelBench: list tasks, evaluate, tune baselines, measure the roof.")
     from candidate_tree.cli import app as tree_app
     app.add_typer(tree_app, name="tree", help="Candidate tree: show nodes, best-k, lineage; export HTML/JSON.")

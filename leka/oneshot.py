@@ -40,6 +40,8 @@ class OneShotResult(BaseModel):
     machine_loaded: bool = False  # other processes used the machine during the timing
     error_kind: str | None = None
     error: str | None = None
+    failure_class: str | None = None  # leka.core.failures: what went wrong, when it did
+    evaluated: bool = False  # False: generated only (evaluate=False: the grid's judge evaluates it)
     edits: list[dict[str, Any]] = Field(default_factory=list)  # as the model wrote them (parsed)
     rejected: list[str] = Field(default_factory=list)  # why an item of the reply was not usable
     calls: int = 0
@@ -75,7 +77,10 @@ def _views(cand, root, task) -> dict[str, str]:
 
 
 def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "runs", json_out: str | None = None,
-            config_files: list[str] = (), overrides: list[str] = (), quiet: bool = False) -> OneShotResult:
+            config_files: list[str] = (), overrides: list[str] = (), quiet: bool = False,
+            evaluate: bool = True) -> OneShotResult:
+    """One call, its edits applied in order; with `evaluate` the candidate is evaluated once (else only
+    written to RUN_DIR/candidate.json, for a caller that judges it itself: the experiment grid)."""
     from agents.llm_agent import LLMAgent
     from benchmark.roots import load_root
     from leka import ir
@@ -114,7 +119,13 @@ def oneshot(task_ref: str, model: str, *, backend: str = "llvm", out: str = "run
                         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                         cost_usd=round(usage.cost_usd, 6), ledger=ledger.to_dict(records=False))
     if _reply_usable(res, agent, edits):
-        _evaluate(res, cfg, task, state["cand"], run_dir)
+        (run_dir / "candidate.json").write_text(state["cand"].model_dump_json(indent=1))
+        if evaluate:
+            _evaluate(res, cfg, task, state["cand"], run_dir)
+    else:
+        from leka.core.failures import classify
+
+        res.failure_class = classify(res.error_kind, res.error)
     res.wall_s = round(time.monotonic() - t0, 2)
     _save(res, run_dir, json_out)
     if not quiet:
@@ -178,14 +189,13 @@ def _evaluate(res: OneShotResult, cfg: LekaConfig, task, final, run_dir: Path) -
     from benchmark.evaluator import Evaluator
     from benchmark.metrics import fast_at
 
-    (run_dir / "candidate.json").write_text(final.model_dump_json(indent=1))
     ev = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline, device=cfg.device).evaluate(task, final)
     (run_dir / "eval.json").write_text(ev.model_dump_json(indent=1))
     res.compile_at_1, res.correct_at_1 = ev.compiled, ev.correct
     res.fast_at_1 = fast_at([ev], 1.0) == 1.0
     res.speedup, res.timing_valid = ev.speedup, ev.timing_valid
     res.speedup_lo, res.speedup_hi, res.machine_loaded = ev.speedup_lo, ev.speedup_hi, ev.loaded
-    res.error_kind, res.error = ev.error_kind, ev.error
+    res.error_kind, res.error, res.failure_class, res.evaluated = ev.error_kind, ev.error, ev.failure_class, True
 
 
 def _print(r: OneShotResult) -> None:
@@ -201,7 +211,8 @@ def _print(r: OneShotResult) -> None:
             ("speedup vs untuned", fmt_interval(r.speedup, r.speedup_lo, r.speedup_hi) if r.speedup else "n/a"),
             ("machine loaded during timing", r.machine_loaded),
             ("edits", len(r.edits)), ("tokens (in / out)", f"{r.input_tokens} / {r.output_tokens}"),
-            ("cost", f"${r.cost_usd:.4f}"), ("error", (r.error or "-")[:200]), ("run folder", r.run_dir)]
+            ("cost", f"${r.cost_usd:.4f}"), ("error", (r.error or "-")[:200]),
+            ("failure class", r.failure_class or "-"), ("run folder", r.run_dir)]
     for k, v in rows:
         t.add_row(k, str(v))
     Console().print(t)

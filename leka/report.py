@@ -69,6 +69,9 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         "evaluations": final.get("evals", 0), "stop_reason": final.get("stop_reason", ""),
         "policy": cfg.run.policy, "routing": cfg.run.routing, "layers": cfg.run.layers, "seed": cfg.run.seed,
         "route_reasons": [n.route_reason for n in nodes if n.route_reason][:50],
+        # the failure taxonomy of the failed evaluations (leka.core.failures), classified here too for a
+        # tree whose results were stored before the field existed
+        "failures_by_class": failures_by_class(nodes),
     }
     summary.update(roof_summary(best_node))
     summary["kernel_budget"] = kernel_budget(nodes, cfg.router.near_roof)
@@ -84,6 +87,14 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         summary["llm"] = {**ledger.to_dict(records=False), "by_agent": llm_by_tag(ledger)}
         summary["llm_nodes"] = {lv: sum(1 for n in nodes if n.level == lv and n.meta.get("llm_usage")) for lv in level_names()}
     return summary
+
+
+def failures_by_class(nodes) -> dict[str, int]:
+    from leka.core.failures import FAILURE_CLASSES, classify
+
+    got = [r.failure_class or classify(r.error_kind, r.error, r.correct) for n in nodes
+           if (r := n.result) is not None and not r.correct]
+    return {c: got.count(c) for c in FAILURE_CLASSES if got.count(c)}
 
 
 def roof_summary(node) -> dict[str, Any]:
@@ -325,16 +336,34 @@ def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger
         for tag, t in llm_by_tag(ledger).items():
             lines.append(f"| {tag} | {t['calls']} | {t['input_tokens']} | {t['output_tokens']} | ${t['cost_usd']:.4f} |")
         lines.append("")
-    failed = [n for n in tree.nodes() if n.status == "failed"][:10]
-    if failed:
-        lines += ["## Failed attempts (first 10)", ""]
-        for n in failed:
-            err = (n.result.error or "").splitlines()[0][:200] if n.result else ""
-            lines.append(f"- #{n.id} {n.level} {edit_summary(n.edit)}: {n.result.error_kind if n.result else ''}: {err}")
-        lines.append("")
+    lines += failure_lines(summary, tree, edit_summary)
     lines += ["Files: `tree.sqlite` (every node), `tree.html` (interactive view), `config.yaml`, `summary.json`, "
               "`best.so` + `load_best.py`.", ""]
     return "\n".join(lines)
+
+
+def failure_lines(summary: dict[str, Any], tree, edit_summary) -> list[str]:
+    """The run's failures by class (leka.core.failures) and its first failed attempts, each with its class."""
+    out: list[str] = []
+    fails = summary.get("failures_by_class") or {}
+    if fails:
+        from leka.core.failures import label
+
+        out += ["## Failures by class", "", "| class | failed evaluations |", "|---|---|",
+                *(f"| {label(c)} | {n} |" for c, n in fails.items()), ""]
+    failed = [n for n in tree.nodes() if n.status == "failed"][:10]
+    if failed:
+        from leka.core.failures import classify
+
+        out += ["## Failed attempts (first 10)", ""]
+        for n in failed:
+            r = n.result
+            err = (r.error or "").splitlines()[0][:200] if r else ""
+            cls = (r.failure_class or classify(r.error_kind, r.error, r.correct)) if r else None
+            out.append(f"- #{n.id} {n.level} {edit_summary(n.edit)}: {r.error_kind if r else ''}"
+                       f"{f' ({cls})' if cls else ''}: {err}")
+        out.append("")
+    return out
 
 
 def summary_table(s: dict[str, Any]) -> Table:

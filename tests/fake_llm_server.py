@@ -21,6 +21,7 @@ A spec may say which requests it answers, for callers whose order of calls is ha
 
     {"when": {"tool": "route"}, "tool": {...}}             only a request offering the `route` tool
     {"when": {"contains": "the L1 agent"}, ...}            only a request whose text holds that string
+    {"when": {"contains": ["a", "b"]}, ...}                 ... that holds every one of these strings
                                                            (system, messages and tool schemas)
 
 Anthropic requests with `"stream": true` get Server-Sent Events (message_start, content blocks with
@@ -195,7 +196,11 @@ def matches(spec: dict[str, Any], body: Any) -> bool:
     when = spec.get("when") or {}
     if "tool" in when and when["tool"] not in offered_tools(body):
         return False
-    return not ("contains" in when and when["contains"] not in "\n".join(_strings(body)))
+    if "contains" not in when:
+        return True
+    text = "\n".join(_strings(body))
+    need = when["contains"] if isinstance(when["contains"], list) else [when["contains"]]
+    return all(n in text for n in need)
 
 
 class FakeLLMServer:

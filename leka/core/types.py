@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from leka.core.failures import FailureClass, classify
 from leka.core.levels import LEVEL_SPECS
 
 # a level's name: one of the level table's (leka.core.levels), which can grow at run time
@@ -58,6 +59,10 @@ class EvalResult(BaseModel):
     correct: bool = False
     error_kind: ErrorKind | None = None
     error: str | None = None
+    # what went wrong in a failed candidate (leka.core.failures: memory, syntax_api, numerics, parallelism,
+    # timeout, other), decided from error_kind and the error's text; None while correct. The evaluator
+    # sets it on every result it returns (`classified`)
+    failure_class: FailureClass | None = None
     # correctness
     seeds: list[int] = Field(default_factory=list)
     max_abs_err: float | None = None
@@ -92,6 +97,11 @@ class EvalResult(BaseModel):
     def loaded(self) -> bool:
         """Other processes used the machine during this evaluation's timing (extra["machine_load"])."""
         return bool((self.extra.get("machine_load") or {}).get("loaded"))
+
+    def classified(self) -> EvalResult:
+        """This result with its `failure_class` set from its error (in place; returned for chaining)."""
+        self.failure_class = classify(self.error_kind, self.error, self.correct)
+        return self
 
     def is_faster(self, p: float = 1.0) -> bool:
         """Faster than p x the baseline: measured, and the interval's lower bound is above p (a point

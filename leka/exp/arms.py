@@ -32,9 +32,16 @@ def leka_overrides(job: Job, ctx: ArmContext) -> list[str]:
             f"baseline.cache_dir={cfg.baseline.cache_dir}"]
     if cfg.budget.max_evals is not None:
         sets.append(f"run.max_evals={cfg.budget.max_evals}")
-    if cfg.model:
-        sets.append(f"llm.model='{cfg.model}'")
+    model = model_of(job, cfg)
+    if model:
+        sets.append(f"llm.model='{model}'")
     return sets + cfg.evaluator_sets(job.backend) + list(cfg.run_set) + list(ctx.sets)
+
+
+def model_of(job: Job, cfg) -> str:
+    """The job's LLM spec: its arm's `model`, else the grid's."""
+    spec = next((a for a in cfg.arms if a.name == job.arm), None)
+    return (spec.model if spec is not None and spec.model else "") or cfg.model
 
 
 def _tree_outcome(summary: dict[str, Any]) -> ArmOutcome:
@@ -52,13 +59,31 @@ def _tree_outcome(summary: dict[str, Any]) -> ArmOutcome:
     finally:
         tree.close()
     llm = summary.get("llm") or {}
+    extra = {} if cand is not None else failures_of(nodes)
     return ArmOutcome(run_dir=run_dir, candidate=cand, best_node=summary.get("best_node"),
                       evaluations=int(summary.get("evaluations") or 0),
                       budget_used_s=float(summary.get("budget_used_s") or 0.0),
                       llm_calls=int(llm.get("calls") or 0), input_tokens=int(llm.get("input_tokens") or 0),
                       output_tokens=int(llm.get("output_tokens") or 0), cost_usd=ledger_cost(llm),
                       nodes_by_level=dict(summary.get("nodes_by_level") or {}), anytime=anytime,
-                      run_baseline=summary.get("baseline", ""))
+                      run_baseline=summary.get("baseline", ""), extra=extra)
+
+
+def failures_of(nodes) -> dict[str, Any]:
+    """Why a search ended with nothing correct: its failed evaluations by class (leka.core.failures), the
+    most frequent naming the row's class (ties: the taxonomy's order)."""
+    from collections import Counter
+
+    from leka.core.failures import FAILURE_CLASSES, classify
+
+    c = Counter(classify(n.result.error_kind, n.result.error, n.result.correct) for n in nodes
+                if n.result is not None and not n.result.correct)
+    c.pop(None, None)
+    if not c:
+        return {}
+    top = max(c, key=lambda k: (c[k], -FAILURE_CLASSES.index(k)))
+    what = ", ".join(f"{k} {n}" for k, n in c.most_common())
+    return {"failure_class": top, "error": f"the arm produced no correct candidate (failed evaluations: {what})"}
 
 
 def ledger_cost(llm: dict[str, Any]) -> float | None:
@@ -102,18 +127,23 @@ def arm_oneshot(job: Job, ctx: ArmContext) -> ArmOutcome:
     from leka import ir
     from leka.oneshot import oneshot
 
-    if not ctx.cfg.model:
-        raise ValueError("the oneshot arm needs `model:` in the experiment config")
+    model = model_of(job, ctx.cfg)
+    if not model:
+        raise ValueError("the oneshot arm needs `model:` in the experiment config (or in its arm)")
     sets = [s for s in leka_overrides(job, ctx) if not s.startswith(("backend=", "llm.model="))]
     t0 = time.monotonic()
-    res = oneshot(job.task, ctx.cfg.model, backend=job.backend, out=str(ctx.out), overrides=sets, quiet=True)
+    # the judge evaluates the candidate (against the tables' references): the arm only generates it
+    res = oneshot(job.task, model, backend=job.backend, out=str(ctx.out), overrides=sets, quiet=True, evaluate=False)
     run_dir = Path(res.run_dir)
     cand_file = run_dir / "candidate.json"
     cand = ir.Candidate.model_validate_json(cand_file.read_text()) if cand_file.exists() else None
+    # without a candidate (no reply, no edits, an edit that does not apply) the row says why, classified
+    extra = {"oneshot_error": res.error, "error": res.error, "error_kind": res.error_kind,
+             "failure_class": res.failure_class}
     return ArmOutcome(run_dir=run_dir, candidate=cand, evaluations=1 if cand else 0,
                       budget_used_s=round(time.monotonic() - t0, 2), llm_calls=res.calls,
                       input_tokens=res.input_tokens, output_tokens=res.output_tokens,
-                      cost_usd=ledger_cost(res.ledger), extra={"oneshot_error": res.error})
+                      cost_usd=ledger_cost(res.ledger), extra=extra)
 
 
 def arm_metaschedule(job: Job, ctx: ArmContext) -> ArmOutcome:
@@ -132,7 +162,7 @@ def arm_claude_code(job: Job, ctx: ArmContext) -> ArmOutcome:
     # the grid's evaluator and baseline settings judge its ./measure too (same evaluator as every arm);
     # (run_claude_code sets the backend and seed itself and reads the model spec, compat:URL|NAME too)
     sets = [s for s in leka_overrides(job, ctx) if not s.startswith(("backend=", "run.seed="))]
-    res = run_claude_code(job.task, backend=job.backend, budget_s=job.budget_s, model=ctx.cfg.model,
+    res = run_claude_code(job.task, backend=job.backend, budget_s=job.budget_s, model=model_of(job, ctx.cfg),
                           out_dir=ctx.out, overrides=sets, seed=job.seed, quiet=ctx.quiet)
     run_dir = Path(res.run_dir)
     f = run_dir / "candidate.json"

@@ -28,7 +28,10 @@ def _exp_dir(d: str) -> Path:
 
 
 def start(config: str, out: str | None = None) -> tuple[Path, C.ExpConfig, list[C.Job]]:
-    cfg = C.load(config)
+    return start_cfg(C.load(config), out)
+
+
+def start_cfg(cfg: C.ExpConfig, out: str | None = None) -> tuple[Path, C.ExpConfig, list[C.Job]]:
     jobs = C.expand(cfg)
     exp_dir = Path(out) if out else Path("experiments/out") / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     if (exp_dir / RESOLVED).exists():
@@ -137,7 +140,12 @@ def report_cmd(exp_dir: str = typer.Argument(..., help="EXP_DIR")) -> None:
     """Write EXP_DIR/report.md and the self-contained EXP_DIR/report.html from results.sqlite."""
     from leka.exp.report import write_report
 
-    paths = write_report(_exp_dir(exp_dir))
+    d = _exp_dir(exp_dir)
+    paths = write_report(d)
+    from leka.exp.oneshot_bench import TABLE_MD, write_table
+
+    if (d / TABLE_MD).is_file():  # a one-shot benchmark's table, regenerated from the same rows
+        paths += write_table(d)
     console.print(f"report: {', '.join(str(p) for p in paths)}")
 
 
@@ -155,6 +163,51 @@ def export_cmd(exp_dir: str = typer.Argument(..., help="EXP_DIR"),
         raise UserError(str(e)) from None
     console.print(f"exported {counts['files']} files ({counts['bytes'] / 2**20:.1f} MiB) to {dest}"
                   + (f"; {counts['skipped_large']} over 2 MiB left out" if counts["skipped_large"] else ""))
+
+
+def bench_oneshot_cmd(
+    model: list[str] = typer.Option([], "--model", help="LLM spec (repeatable: one row group per model)"),
+    backend: list[str] = typer.Option([], "--backend", help="backend name (repeatable; default llvm)"),
+    subset: str = typer.Option(None, "--subset", help="a named subset (e.g. subset69) instead of the whole suite"),
+    level: list[int] = typer.Option([], "--level", help="keep these levels (repeatable)"),
+    task: list[str] = typer.Option([], "--task", help="task id or path (repeatable) instead of the whole suite"),
+    limit_per_level: int = typer.Option(None, "--limit-per-level", help="the first N instances of each level"),
+    trials: int = typer.Option(64, "--trials", help="the tuned reference: MetaSchedule at N trials (0: untuned)"),
+    engines: str = typer.Option("auto", "--engines", help="auto (every production engine the backend takes) | "
+                                "none | a comma list of ort,mnn,tensorrt"),
+    out: str = typer.Option(None, "--out", help="EXP_DIR (default experiments/out/oneshot-STAMP)"),
+    resume: str = typer.Option(None, "--resume", help="continue a killed benchmark: EXP_DIR"),
+    workers: int = typer.Option(None, "--workers", help="instances at once (default: CPU cores)"),
+    cache_dir: str = typer.Option(".leka-cache", "--cache-dir", help="where the tuned databases are cached"),
+    sets: list[str] = typer.Option([], "--set", help="LEKA config override key=value for every job (repeatable)"),
+    name: str = typer.Option("oneshot", "--name", help="the experiment's name"),
+) -> None:
+    """The one-shot benchmark (the paper's Table 1): one generation per instance and model, judged against
+    MetaSchedule-N and each production engine the backend takes; EXP_DIR/oneshot_table.md + .html."""
+    from leka.backends import require_runnable
+    from leka.exp.oneshot_bench import make_config, write_table
+    from leka.exp.report import write_report
+    from leka.exp.scheduler import run_grid
+
+    if workers is not None and workers < 1:
+        raise UserError("--workers must be >= 1")
+    if resume:
+        exp_dir = _exp_dir(resume)
+        cfg, jobs = load_dir(exp_dir)
+    else:
+        engs = [e.strip() for e in engines.split(",") if e.strip()]
+        cfg = make_config(models=model, backends=backend or ["llvm"], subset=subset, levels=level or None, ids=task,
+                          limit_per_level=limit_per_level, trials=trials, engines=engs, cache_dir=cache_dir,
+                          run_set=sets, name=name)
+        for b in cfg.backends:
+            require_runnable(b)  # one line naming what is missing (cuda off a GPU), before any folder is made
+        exp_dir, cfg, jobs = start_cfg(cfg, out)
+    n = workers or len(os.sched_getaffinity(0))
+    console.print(f"[bold]one-shot benchmark[/] {cfg.name}: {len(jobs)} jobs (instances x models x backends), {n} at once -> {exp_dir}")
+    counts = run_grid(exp_dir, cfg, jobs, address=None, workers=n)
+    console.print(f"grid: {counts.get('done', 0)}/{len(jobs)} done, {counts.get('failed', 0)} failed")
+    paths = [*write_report(exp_dir), *write_table(exp_dir)]
+    console.print(f"table: {', '.join(str(p) for p in paths)}")
 
 
 @app.command("arms")

@@ -45,6 +45,9 @@ class ArmSpec(_S):
     recipe: str | None = None  # key of leka.exp.arms.ARMS; omitted: the preset of that name (arms.PRESETS)
     set: list[str] = Field(default_factory=list)  # key=value overrides of the LEKA run config
     notes: str = ""
+    # the LLM spec of this arm (policy=llm arms, oneshot, claude_code); empty: the grid's `model`. Several
+    # one-shot arms with one model each make the one-shot table's model rows (`leka bench oneshot`)
+    model: str = ""
 
 
 class BaselineSpec(_S):
@@ -53,9 +56,31 @@ class BaselineSpec(_S):
 
     tuned_trials: int = 64  # 0: untuned TVM is the reference (smoke grids and tests; no tuning)
     torch: bool = True
-    prepare: Literal["tune", "refuse"] = "tune"  # no cached database: tune it first, or refuse to start
+    # no cached database: tune it first, refuse to start, or skip: those instances are judged for Compile@1
+    # and Correct@1 only and counted apart in Fast@ against the tuned reference (`leka bench oneshot`)
+    prepare: Literal["tune", "refuse", "skip"] = "tune"
     run_kind: Literal["untuned", "tuned", "torch", "ort"] = "untuned"  # what runs time against while searching
     cache_dir: str = ".leka-cache"
+    # production engines a correct final candidate is also timed against (benchmark/engines.py: ort, mnn,
+    # tensorrt), each where the backend takes it; "auto": every engine the backend's table lists
+    engines: list[str] = Field(default_factory=list)
+
+    @field_validator("engines")
+    @classmethod
+    def _engines(cls, v: list[str]) -> list[str]:
+        from benchmark.engines import ENGINES
+
+        bad = [k for k in v if k != "auto" and k not in ENGINES]
+        if bad:
+            raise ValueError(f"unknown engine(s) {bad}; use auto or some of {', '.join(ENGINES)}")
+        return v
+
+    def engine_kinds(self, backend: str) -> list[str]:
+        """The engines timed on `backend`: those asked for that its backend record takes (in its order)."""
+        from benchmark.engines import ENGINES
+
+        takes = [k for k in get_backend(backend).baselines if k in ENGINES]
+        return takes if "auto" in self.engines else [k for k in takes if k in self.engines]
 
 
 class BudgetSpec(_S):

@@ -14,9 +14,11 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-TOP = ("experiment.yaml", "jobs.json", "report.md", "report.html")
+# and the one-shot table where `leka bench oneshot` wrote one (leka/exp/oneshot_bench.py)
+TOP = ("experiment.yaml", "jobs.json", "report.md", "report.html", "oneshot_table.md", "oneshot_table.html",
+       "oneshot_cells.json", "oneshot_machine.json")
 RUN_FILES = {"summary.json", "report.md", "config.yaml", "run.json", "tree.html", "job_result.json",
-             "arm_outcome.json", "ms_rounds.json", "load_best.py"}
+             "arm_outcome.json", "ms_rounds.json", "load_best.py", "oneshot.json"}
 MAX_FILE_BYTES = 2 * 2**20  # a tree view over this is left out (its run's summary and best node remain)
 TEXT = {".json", ".yaml", ".md", ".py", ".html", ".txt"}
 

@@ -26,20 +26,31 @@ def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
     from benchmark.evaluator import Evaluator
     from benchmark.task import resolve
     from leka.core.config import load_config
+    from leka.core.failures import classify
     from profilers.roof import sol_score, task_roof
 
     row: dict[str, Any] = {"compiled": False, "correct": False}
-    if outcome.candidate is None:
-        row["error_kind"] = "no_candidate"
-        row["error"] = "the arm produced no correct candidate"
-        return row
     task = resolve(job.task)
+    # whether the tables' tuned reference exists for this instance, known for every row (a failed one
+    # too): the one-shot table counts instances without one apart instead of as losses
+    row["tuned_baseline"] = _has_tuned(task, job.backend, cfg)
+    engines = engine_support(task, job.backend, cfg)
+    if engines:
+        row["engines"] = engines
+    if outcome.candidate is None:
+        ex = outcome.extra or {}
+        row["error_kind"] = ex.get("error_kind") or "no_candidate"
+        row["error"] = ex.get("error") or "the arm produced no correct candidate"
+        row["failure_class"] = ex.get("failure_class") or classify(row["error_kind"], row["error"])
+        return row
     kind = "tuned" if cfg.baseline.tuned_trials else "untuned"  # 0 trials: untuned TVM is the reference
     lcfg = load_config([], [f"baseline.kind={kind}", f"baseline.trials={cfg.baseline.tuned_trials or 1}",
                             f"baseline.cache_dir={cfg.baseline.cache_dir}", *cfg.evaluator_sets(job.backend), *cfg.run_set])
     ev = Evaluator(lcfg.evaluator, job.backend, lcfg.baseline)
     # the profile gives the roof; the noise floor (the reference against itself) is stated in the report
     r, prof = ev.evaluate_full(task, outcome.candidate, profile=True, noise_floor=True)
+    if r.extra.get("no_tuned_baseline"):  # baseline.prepare: skip: judged for Compile@1 / Correct@1 only
+        r, prof = ev.evaluate_full(task, outcome.candidate, time_it=False, profile=True)
     row.update(reference=r.baseline, compiled=r.compiled, correct=r.correct, speedup_ref=r.speedup, timing_valid_ref=r.timing_valid,
                # the speedup's interval (benchmark/stats.py) and the machine's load during its timing
                speedup_ref_lo=r.speedup_lo, speedup_ref_hi=r.speedup_hi, loaded_ref=r.loaded,
@@ -48,7 +59,7 @@ def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
                t_candidate_s=r.t_candidate_s, t_ref_s=r.t_baseline_s, peak_memory_bytes=r.peak_memory_bytes,
                # issue 43: the platform of the timing, the physical floor, the reasons to audit the number
                platform_ref=r.extra.get("platform"), floor_ref=r.extra.get("floor"), audit_ref=r.extra.get("audit"),
-               error_kind=r.error_kind, error=(r.error or None) and r.error[:2000])
+               error_kind=r.error_kind, error=(r.error or None) and r.error[:2000], failure_class=r.failure_class)
     tr = task_roof(prof, measured_s=r.t_candidate_s, baseline_s=r.t_baseline_s) if r.correct else None
     if tr is not None:  # the measured roof (profilers/roof.py): SOL time, fraction, SOL score vs the reference
         row.update(roof_s=tr.roof_s, roof_fraction=tr.fraction, sol_ref=tr.sol, roof_bound=tr.bound,
@@ -61,7 +72,54 @@ def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
                    platform_torch=rt.extra.get("platform"), audit_torch=rt.extra.get("audit"))
         if tr is not None and rt.t_candidate_s and rt.t_baseline_s:
             row["sol_torch"] = sol_score(rt.t_candidate_s, rt.t_baseline_s, tr.roof_s)
+    for k, e in engines.items():  # the production engines the backend takes (baseline.engines)
+        if r.correct and e.get("supported"):
+            re_ = ev.evaluate(task, outcome.candidate, baseline=k)
+            e.update(speedup=re_.speedup, lo=re_.speedup_lo, hi=re_.speedup_hi, timing_valid=re_.timing_valid,
+                     loaded=re_.loaded, label=re_.extra.get("baseline_name") or e.get("label"),
+                     error_kind=re_.error_kind, error=(re_.error or None) and re_.error[:300])
+            if re_.error_kind == "baseline_unsupported":
+                e["supported"] = False
     return row
+
+
+def _has_tuned(task, backend: str, cfg: ExpConfig) -> bool | None:
+    """None: the reference is untuned TVM (0 trials); else whether the tuned database is cached."""
+    from benchmark import baselines
+
+    if not cfg.baseline.tuned_trials:
+        return None
+    return baselines.is_tuned(baselines.ms_dir(task, backend, cfg.baseline.tuned_trials, cfg.baseline.cache_dir))
+
+
+def engine_support(task, backend: str, cfg: ExpConfig) -> dict[str, dict[str, Any]]:
+    """{engine kind: {"supported", "label", "reason"}} for the production engines the grid compares with
+    on this backend (`baseline.engines`), whether or not the candidate is correct: an engine that cannot
+    take the task (its export or conversion refused, not installed) leaves the instance out of that
+    engine's Fast@1 instead of counting it as a loss. The conversions are cached (benchmark/engines.py)."""
+    import fcntl
+
+    from benchmark import baselines
+    from benchmark import engines as E
+
+    out: dict[str, dict[str, Any]] = {}
+    for k in cfg.baseline.engine_kinds(backend):
+        e: dict[str, Any] = {"label": baselines.label(k, backend)}
+        d = E.engine_dir(task, cfg.baseline.cache_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        try:
+            # one preparer per task at a time: two jobs of one instance (two models, two backends) exporting
+            # and verifying at once raced on the cache's files, and the loser read as "unsupported"
+            with open(d / ".prepare.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                E.prepare(k, task, device=baselines.engine_device(k, backend), cache_dir=cfg.baseline.cache_dir)
+            e["supported"] = True
+        except E.BaselineUnsupported as ex:
+            e.update(supported=False, reason=str(ex)[:300])
+        except Exception as ex:  # noqa: BLE001 - an engine that fails on the task is an unsupported one
+            e.update(supported=False, reason=f"{type(ex).__name__}: {str(ex)[:300]}")
+        out[k] = e
+    return out
 
 
 def execute(job: Job, cfg: ExpConfig, exp_dir: Path, attempt: int) -> dict[str, Any]:

@@ -197,6 +197,34 @@ def table1(d: Data, link) -> list[str]:
     return out
 
 
+def row_class(r: dict[str, Any]) -> str | None:
+    """A row's failure class (leka.core.failures); classified from its error for rows written before the field."""
+    from leka.core.failures import classify
+
+    if r.get("correct"):
+        return None
+    return r.get("failure_class") or classify(r.get("error_kind"), r.get("error"))
+
+
+def failure_table(d: Data) -> list[str]:
+    """The failure taxonomy per backend x arm: failed jobs by class, with their share of the failures."""
+    from leka.core.failures import FAILURE_CLASSES, LABELS
+
+    out = ["### Failures by class (leka.core.failures, decided from each failed job's build and runtime errors)", "",
+           "| backend | arm | failed jobs | " + " | ".join(LABELS[c] for c in FAILURE_CLASSES) + " |",
+           "|---|---|---|" + "---|" * len(FAILURE_CLASSES)]
+    for b in d.backends:
+        for arm in d.arms:
+            got = [row_class(r) for r in d.rows if r["backend"] == b and r["arm"] == arm]
+            failed = [c for c in got if c]
+            if not got:
+                continue
+            cells = [f"{failed.count(c)} ({100 * failed.count(c) / len(failed):.0f}%)" if failed.count(c) else "0"
+                     for c in FAILURE_CLASSES]
+            out.append(f"| {b} | {arm} | {len(failed)} of {len(got)} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def ratio_table(d: Data) -> list[str]:
     if d.ref_arm is None:
         return []
@@ -311,7 +339,8 @@ def job_rows(d: Data, link) -> list[str]:
                  "/".join(str(nb.get(k, 0)) for k in levels), str(r.get("llm_calls", 0)),
                  f"{r.get('input_tokens', 0)}/{r.get('output_tokens', 0)}", _cost(r), f"{r.get('budget_used_s') or 0:.0f}s",
                  f"{r.get('wall_s') or 0:.0f}s"]
-        err = (r.get("error") or "").replace("|", "/").replace("\n", " ")[:90]
+        cls = row_class(r)
+        err = (f"[{cls}] " if cls else "") + (r.get("error") or "").replace("|", "/").replace("\n", " ")[:90]
         out.append(f"| {link(r['job_id'], href)} | {r.get('level')} | " + " | ".join(link(c, href) for c in cells)
                    + f" | {err} |")
     return out + [""]
@@ -334,7 +363,7 @@ def markdown(d: Data) -> str:
              f"`A-vs-A`, {d.ref} against itself in the same evaluation (the noise floor). "
              "Figures: report.html.", ""]
     tl = timers_line(d)
-    lines += (table1(d, link) + noise_floor_table(d) + ([tl, ""] if tl else []) + platform_audit(d) + ratio_table(d)
+    lines += (table1(d, link) + failure_table(d) + noise_floor_table(d) + ([tl, ""] if tl else []) + platform_audit(d) + ratio_table(d)
               + job_rows(d, link))
     return "\n".join(lines)
 
@@ -390,6 +419,7 @@ def html_report(d: Data) -> str:
              f"the geomean counts a failed job as 1.00x. Jobs timed on a loaded machine: "
              f"{sum(_loaded(r) for r in d.rows)} of {len(d.rows)}. Every number links to its run folder or its jobs.</p>",
              "<h2 id='table1'>Table 1</h2>", _md_to_html(table1(d, link)),
+             "<h2 id='failures'>Failures by class</h2>", _md_to_html([esc(x) for x in failure_table(d)]),
              "<h2 id='noise-floor'>Noise floor</h2>", _md_to_html([esc(x) for x in noise_floor_table(d)]),
              f"<p>{esc(timers_line(d))}</p>", _md_to_html([esc(x) for x in platform_audit(d)])]
     for b in d.backends:

@@ -164,7 +164,7 @@ def prepare_baselines(cfg: C.ExpConfig, jobs: list[C.Job], *, tune: bool = True)
         raise UserError(f"no cached MetaSchedule database ({cfg.baseline.tuned_trials} trials) for {len(need)} "
                         f"task(s), e.g. {first.id}; run `leka bench baseline --trials {cfg.baseline.tuned_trials}` "
                         "or set baseline.prepare: tune")
-    for i, ((backend, _), t) in enumerate(need.items() if tune else (), 1):
+    for i, ((backend, _), t) in enumerate(need.items() if tune and cfg.baseline.prepare == "tune" else (), 1):
         with console.status(f"baseline {i}/{len(need)}: tuning {t.id} on {backend} "
                             f"({cfg.baseline.tuned_trials} trials, cached) ..."):
             t0 = time.time()
