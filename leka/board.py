@@ -251,6 +251,20 @@ def _free(tracker: tuple[str, int], key: str) -> int:
         return 0
 
 
+def _wait_port(addr: tuple[str, int], timeout_s: float) -> None:
+    """Until the tracker accepts connections: TVM's tracker client retries with a warning per try."""
+    import socket
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(addr, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise BoardError(f"no tracker answers at {addr[0]}:{addr[1]} after {timeout_s:.0f} s")
+
+
 def start_server(arch: str, tracker: tuple[str, int], key: str, timeout_s: float = 600.0,
                  log_path: Path | None = None) -> int:
     """Start the board's server; returns its pid (= its process group) once the tracker lists it."""
@@ -292,6 +306,7 @@ def emulate(arch: str = "aarch64", tracker: tuple[str, int] | None = None, key: 
                               stderr=subprocess.DEVNULL, start_new_session=True)
         tracker, tracker_pid = ("127.0.0.1", port), tr.pid
     try:
+        _wait_port(tracker, timeout_s)
         pid = start_server(arch, tracker, key, timeout_s, log_path=h / "server.log")
     except BaseException:
         if tracker_pid is not None:
