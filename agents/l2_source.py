@@ -238,14 +238,16 @@ def gemm_source(g: GemmShape, entry: str, lanes: int = 16, mr: int = 6, nv: int 
     return _gemm_helpers(g, isa, (V, load, store, fma, bcast, zero), vl, mr, nv, pack) + _gemm_entry(g, entry, pack)
 
 
+# NEON's forms in the (a, b, acc) order and nullary zero of the x86 ones the micro-kernel is written in
+NEON_PRELUDE = """#include <arm_neon.h>
+static inline float32x4_t leka_fma4(float32x4_t a, float32x4_t b, float32x4_t c) { return vfmaq_f32(c, a, b); }
+static inline float32x4_t leka_zero4() { return vdupq_n_f32(0.f); }"""
+
+
 def _gemm_helpers(g: GemmShape, isa: str, ops: tuple[str, ...], vl: int, mr: int, nv: int, pack: bool) -> str:
     """The micro-kernel's includes and its register-tile helpers (an anonymous namespace)."""
     V, load, store, fma, bcast, zero = ops
-    include = ("#include <arm_neon.h>\n"
-               "static inline float32x4_t leka_fma4(float32x4_t a, float32x4_t b, float32x4_t c) "
-               "{ return vfmaq_f32(c, a, b); }\n"
-               "static inline float32x4_t leka_zero4() { return vdupq_n_f32(0.f); }"
-               if isa == "neon" else "#include <immintrin.h>")
+    include = NEON_PRELUDE if isa == "neon" else "#include <immintrin.h>"
     return f"""// LEKA rule L2: {isa} GEMM micro-kernel, C[{g.batch}][{g.m}][{g.n}] = A[{g.m}][{g.k}] * B[{g.k}][{g.n}]
 // strides (elements): A {g.sa}, B {g.sb}, C {g.sc}; B {'packed from strided columns' if pack else 'read in place'}
 {include}
