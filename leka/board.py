@@ -370,14 +370,15 @@ def _app():
         if stop_it:
             typer.echo("stopped" if stop(arch) else f"no emulated {arch} board is running")
             return
-        if load(arch) is not None:
-            raise BoardError(f"an emulated {arch} board is running already (`leka board stop {arch}` first)")
+        arch_of(arch)
         tr = None
         if tracker:
             host, _, port = tracker.rpartition(":")
             if not host or not port.isdigit():
                 raise BoardError(f"--tracker {tracker!r}: expected HOST:PORT")
             tr = (host, int(port))
+        if load(arch) is not None:
+            raise BoardError(f"an emulated {arch} board is running already (`leka board stop {arch}` first)")
         t0 = time.monotonic()
         b = emulate(arch, tr, key)
         cfg = save(b)

@@ -248,3 +248,13 @@ def _group_members(groups: set[int | None]) -> list[str]:
         if fields[0] != "Z" and int(fields[2]) in groups:
             out.append(stat.parent.name)
     return out
+
+
+def test_board_bad_input_is_one_line():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for args, needle in ((["emulate", "riscv64"], "no emulated board 'riscv64'"),
+                         (["emulate", "aarch64", "--tracker", "nohost"], "expected HOST:PORT")):
+        r = subprocess.run([sys.executable, "-m", "leka.cli", "board", *args], capture_output=True, text=True,
+                           env=env, timeout=300)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, r.returncode, r.stderr[-800:])
