@@ -47,10 +47,10 @@ def run_task(task: str, cfg: Path, out: Path, budget: str, max_evals: int) -> di
     r = subprocess.run([sys.executable, "-m", "leka.cli", "run", "--task", task, "--config", str(cfg),
                         "--budget", budget, "--max-evals", str(max_evals), "--quiet", "--out", str(out)],
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    row["wall_s"] = round(time.monotonic() - t0, 1)
+    row["wall_s"], row["rc"] = round(time.monotonic() - t0, 1), r.returncode
     summaries = sorted(out.glob(f"{task}-*/summary.json"), key=lambda p: p.stat().st_mtime)
-    if r.returncode != 0 or not summaries:
-        tail = (r.stderr or r.stdout).strip().splitlines()
+    if not summaries:  # the run itself failed (a run without a correct node still has its summary)
+        tail = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if "Warning" not in ln]
         row["error"] = tail[-1][:200] if tail else f"exit {r.returncode}"
         return row
     s = json.loads(summaries[-1].read_text())
@@ -65,6 +65,7 @@ def run_task(task: str, cfg: Path, out: Path, budget: str, max_evals: int) -> di
                    compiled=bool(br and br.compiled), correct=bool(s["best_correct"]),
                    best_level=best.level if best else None,
                    checked=len(nodes), checked_correct=sum(n.result.correct for n in nodes),
+                   first_error=next((n.result.error for n in nodes if not n.result.correct), None),
                    errors=sorted({n.result.error_kind for n in nodes
                                   if n.result.error_kind and n.result.error_kind != "timing_invalid"}),
                    t_candidate_s=br.t_candidate_s if br else None, t_baseline_s=br.t_baseline_s if br else None,
@@ -95,6 +96,8 @@ def table(rows: list[dict], meta: dict) -> str:
             continue
         nd = r["nodes"]
         rc = "yes" if r["root_correct"] else f"no ({r['root_error']})"
+        if not r["root_correct"] and r.get("first_error"):
+            rc += f": {r['first_error'][:80]}"
         lines.append(f"| {r['task']} | {r['level']} | {r['root_compiled']} | {rc} | {r['compiled']} | {r['correct']} | "
                      f"{r['best_level'] or 'root'} | {r['checked_correct']}/{r['checked']} | "
                      f"{nd['L0']}/{nd['L1']}/{nd['L2']} | {_ms(r['t_candidate_s'])} | {_ms(r['t_baseline_s'])} | "

@@ -180,7 +180,11 @@ def server_command(arch: str, port: int, tracker: tuple[str, int], key: str) -> 
 # under qemu-user without binfmt_misc an aarch64 program cannot exec another, so the board runs the
 # function that worker would run, in its own process; sessions are forked from it (no exec) as usual
 _SERVE = """
-import threading
+import ctypes, os, threading
+import tvm
+# the wheel's runtime-only mode leaves out its contrib kernels (sort, topk, ...), which a board's
+# `make runtime` build has: load them as a board would have them
+ctypes.CDLL(os.path.join(os.path.dirname(tvm.__file__), "lib", "libtvm_runtime_extra.so"), ctypes.RTLD_GLOBAL)
 from tvm.rpc.server import _popen_start_rpc_server
 _popen_start_rpc_server("127.0.0.1", {port}, {port} + 1, False, {tracker!r}, {key!r}, None, None, True)
 threading.Event().wait()
