@@ -37,6 +37,10 @@ from leka.ir import l2_guard, l2_object
 
 CXX = os.environ.get("LEKA_CXX", "g++")
 CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-std=c++17"]
+DEFAULT_DIR = Path(".leka-cache") / "l2"
+C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t",
+           "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+           "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t", "bool": "bool"}
 
 
 @dataclass(frozen=True)
@@ -75,10 +79,6 @@ def toolchain() -> Toolchain:
     name = Path(cc).name
     prefix = name[: name.rindex("-") + 1] if "-" in name else ""
     return Toolchain(cc, ("-O3", *arch, "-fopenmp", "-fPIC", "-std=c++17"), prefix)
-DEFAULT_DIR = Path(".leka-cache") / "l2"
-C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t",
-           "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
-           "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t", "bool": "bool"}
 
 
 class L2Error(ValueError):
@@ -235,10 +235,11 @@ def sealed_symbol(digest: str, entry: str) -> str:
     return f"leka_l2_{digest}_{entry}"
 
 
-def _objcopy(prefix: str = "") -> str:
-    # a board's object is rewritten by its own binutils (aarch64-linux-gnu-objcopy): the host's may
-    # not know the board's relocations
-    tool = (prefix and shutil.which(prefix + "objcopy")) or shutil.which("objcopy") or shutil.which("llvm-objcopy")
+def _objcopy(tc: Toolchain | None = None) -> str:
+    # a board's object is rewritten by its own binutils (aarch64-linux-gnu-objcopy, or the NDK's
+    # llvm-objcopy beside its clang): the host's GNU objcopy may not know the board's relocations
+    cross = [tc.prefix + "objcopy", str(Path(tc.cxx).parent / "llvm-objcopy"), "llvm-objcopy"] if tc and tc.prefix else []
+    tool = next((t for t in (*map(shutil.which, cross), shutil.which("objcopy"), shutil.which("llvm-objcopy")) if t), None)
     if tool is None:
         raise L2Error("objcopy not found (binutils): an L2 object cannot be sealed, so it is not loaded")
     return tool
@@ -258,7 +259,7 @@ def seal(compiled: Compiled, entry: str) -> Sealed:
     obj, so = d / f"{symbol}.sealed.o", d / f"{symbol}.sealed.so"
     if not (obj.exists() and so.exists()):
         tmp_o, tmp_so = d / f"{symbol}.{os.getpid()}.sealed.tmp.o", d / f"{symbol}.{os.getpid()}.sealed.tmp.so"
-        _run([_objcopy(tc.prefix), f"--redefine-sym={entry}={symbol}", f"--keep-global-symbol={symbol}",
+        _run([_objcopy(tc), f"--redefine-sym={entry}={symbol}", f"--keep-global-symbol={symbol}",
               str(compiled.obj), str(tmp_o)], "sealing the L2 object")
         _run([tc.cxx, "-fopenmp", "-shared", str(tmp_o), "-o", str(tmp_so)], "link of the sealed L2 object")
         tmp_o.replace(obj)
