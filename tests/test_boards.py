@@ -259,3 +259,22 @@ def test_board_bad_input_is_one_line():
                            env=env, timeout=300)
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         assert r.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, r.returncode, r.stderr[-800:])
+
+
+def test_a_task_with_several_outputs_is_checked_through_rpc(tmp_path):
+    """main returning a tuple of tensors (torch.chunk): the board hands the fields back one by one (RPC
+    cannot index a remote tuple). A host llvm server stands in for the board here."""
+    from benchmark.evaluator import Evaluator
+    from benchmark.task import resolve
+    from leka.core.config import DeviceConfig, EvaluatorConfig
+    from leka.ir import remote
+
+    with remote.start_tracker() as tr:
+        srv = remote.start_server(tracker=(tr.host, tr.port), key="host")
+        try:
+            dev = DeviceConfig(url=f"rpc://{tr.host}:{tr.port}/host", request_timeout_s=120)
+            ev = Evaluator(EvaluatorConfig(timeout_s=300), backend="llvm", cache_dir=str(tmp_path), device=dev)
+            res = ev.evaluate(resolve("l1_split_chunk"), time_it=False)
+        finally:
+            srv.stop()
+    assert res.compiled and res.correct, res.error
