@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow lint bench clean opencl llm-local
+.PHONY: setup demo test test-slow test-boards lint bench clean opencl llm-local boards
 
 setup: $(STAMP)
 
@@ -23,6 +23,11 @@ TVM_SRC ?= ../shared/tvm-opencl
 opencl: setup
 	$(BIN)/leka opencl build --tvm-src $(TVM_SRC)
 
+# the emulated aarch64 board (docs/boards.md): qemu-user + the cross g++ (apt, as root) and the board's
+# sysroot (Debian arm64 packages + the aarch64 apache-tvm wheel), cached in .leka-cache/boards/
+boards: setup
+	$(BIN)/leka board setup aarch64
+
 demo: setup
 	$(BIN)/leka demo
 
@@ -33,6 +38,10 @@ test: setup
 
 test-slow: setup
 	$(BIN)/python -m pytest -q -ra -m slow
+
+# end-to-end runs on the emulated aarch64 board (after `make boards`; CI runs it after `make test`)
+test-boards: setup
+	$(BIN)/python -m pytest -q -ra -m board --durations=10
 
 # the evaluator's cost per evaluation on the llvm subset (prints a table; see experiments/README.md)
 bench: setup

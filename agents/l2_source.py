@@ -8,7 +8,7 @@ other block is a plain copy of the input. Kernels with epilogues or non-linear i
 
 C++ contract (leka.ir.edits / docs/DESIGN.md): `extern "C" int32_t ENTRY(float* p0, ..., float* pn)`, one
 pointer per buffer parameter in order, shapes baked in, returns 0. The kernel: an MR x (NV*lanes)
-register tile of FMAs (AVX-512 with 16 lanes, else AVX2), B packed to a contiguous panel when its
+register tile of FMAs (AVX-512 with 16 lanes, else AVX2; NEON on an aarch64 board), B packed to a contiguous panel when its
 columns are strided, OpenMP over (batch, column block, row block), tails handled by smaller tiles
 and a scalar column loop.
 """
@@ -218,9 +218,15 @@ def _gemm_dims(iters, ca: dict, cb: dict, cc: dict, ext: dict) -> tuple | None:
 
 
 # ----------------------------------------------------------------------------- C++ source
-def gemm_source(g: GemmShape, entry: str, lanes: int = 16, mr: int = 6, nv: int = 2) -> str:
-    isa = "avx512" if lanes >= 16 else "avx2"
-    if isa == "avx512":
+def gemm_source(g: GemmShape, entry: str, lanes: int = 16, mr: int = 6, nv: int = 2, arch: str = "x86_64") -> str:
+    """`arch`: the instruction set of the board's CPU ("aarch64": NEON, 4 lanes of 128 bits)."""
+    isa = "neon" if arch == "aarch64" else "avx512" if lanes >= 16 else "avx2"
+    if isa == "neon":
+        # vfmaq_f32(acc, a, b) = acc + a * b: wrapped to the (a, b, acc) order of the x86 forms
+        V, load, store, fma, bcast, zero = ("float32x4_t", "vld1q_f32", "vst1q_f32", "leka_fma4",
+                                            "vdupq_n_f32", "leka_zero4")
+        vl = 4
+    elif isa == "avx512":
         V, load, store, fma, bcast, zero = ("__m512", "_mm512_loadu_ps", "_mm512_storeu_ps",
                                             "_mm512_fmadd_ps", "_mm512_set1_ps", "_mm512_setzero_ps")
         vl = 16
@@ -232,12 +238,19 @@ def gemm_source(g: GemmShape, entry: str, lanes: int = 16, mr: int = 6, nv: int 
     return _gemm_helpers(g, isa, (V, load, store, fma, bcast, zero), vl, mr, nv, pack) + _gemm_entry(g, entry, pack)
 
 
+# NEON's forms in the (a, b, acc) order and nullary zero of the x86 ones the micro-kernel is written in
+NEON_PRELUDE = """#include <arm_neon.h>
+static inline float32x4_t leka_fma4(float32x4_t a, float32x4_t b, float32x4_t c) { return vfmaq_f32(c, a, b); }
+static inline float32x4_t leka_zero4() { return vdupq_n_f32(0.f); }"""
+
+
 def _gemm_helpers(g: GemmShape, isa: str, ops: tuple[str, ...], vl: int, mr: int, nv: int, pack: bool) -> str:
     """The micro-kernel's includes and its register-tile helpers (an anonymous namespace)."""
     V, load, store, fma, bcast, zero = ops
+    include = NEON_PRELUDE if isa == "neon" else "#include <immintrin.h>"
     return f"""// LEKA rule L2: {isa} GEMM micro-kernel, C[{g.batch}][{g.m}][{g.n}] = A[{g.m}][{g.k}] * B[{g.k}][{g.n}]
 // strides (elements): A {g.sa}, B {g.sb}, C {g.sc}; B {'packed from strided columns' if pack else 'read in place'}
-#include <immintrin.h>
+{include}
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -403,6 +416,9 @@ class RuleL2Agent:
             return []  # these rules write C++ called through call_extern; a GPU backend has its own (Backend.rule_agents)
         target = A.make_target(self.backend, num_cores=context.num_cores or None)
         lanes = context.vector_lanes or A.vector_lanes_fp32(target)
+        arch = A.cpu_arch(target)
+        # a board's code cannot run here: its kernel is checked on the board by the evaluator instead
+        verify = self.verify and A.runs_here(target)
         funcs = lowered_funcs(candidate, target, self.root_params)
         ranked = rank_kernels(funcs, context.profile, near_roof=near_roof(context))
         edits: list[Edit] = []
@@ -419,15 +435,16 @@ class RuleL2Agent:
                 if len(edits) >= max(1, context.variants):
                     break
                 entry = f"leka_gemm_{hashlib.sha1(f'{name}{mr}{nv}{g}'.encode()).hexdigest()[:10]}"
-                text = gemm_source(g, entry, lanes, mr, nv)
+                text = gemm_source(g, entry, lanes, mr, nv, arch)
                 e = Edit(level="L2", kind="source", target=name,
                          payload={"language": "cpp", "text": text, "entry": entry},
                          rationale=f"{name} (score {score:.3g}) is a GEMM {g.batch}x{g.m}x{g.n}x{g.k}: "
-                                   f"{mr}x{nv * lanes} register-tiled {'AVX-512' if lanes >= 16 else 'AVX2'} "
+                                   f"{mr}x{nv * lanes} register-tiled "
+                                   f"{'NEON' if arch == 'aarch64' else 'AVX-512' if lanes >= 16 else 'AVX2'} "
                                    "micro-kernel with OpenMP")
                 if edit_digest(e) in context.tried:
                     continue
-                if self.verify:
+                if verify:
                     try:
                         if check_against_tir(funcs[name], text, entry, target) > 1e-3:
                             continue

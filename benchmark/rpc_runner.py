@@ -11,6 +11,8 @@ board's own `time_evaluator` (benchmark.worker.paired_timing), so both are devic
 It runs inside the evaluation child of `benchmark.runner.RPCRunner` (the runner `Evaluator` creates
 for a remote device), so a board that hangs hits the evaluator's timeout; a board that disconnects
 raises here and becomes an EvalResult with error_kind "runtime" and the device in the message; the run goes on.
+An emulated board (`device.emulated`, `leka board emulate`) is checked as any board; its timed results
+say timing_valid false with the reason (`mark_emulated`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 from benchmark.refs import flat_outputs
 from benchmark.timing import paired_timing, record, tvm_timer
 from benchmark.worker import _err, _np, _short, compare
-from leka.core.devices import parse_device
+from leka.core.devices import parse_device, use_board
 from leka.core.types import EvalResult
 
 
@@ -145,6 +147,21 @@ def _on_board(job: dict[str, Any], task, libs: dict[str, Path], res: EvalResult)
     except Exception as e:  # noqa: BLE001
         raise DeviceError(f"timing: {_short(e)}") from e
     record(res, tm)
+    if dev_cfg.get("emulated"):
+        mark_emulated(res)
+
+
+EMULATED = ("emulated board (device.emulated): times under an instruction-set emulator (qemu) are not the "
+            "board's speed; the checks count, the speedup does not")
+
+
+def mark_emulated(res: EvalResult) -> None:
+    """A timed result from an emulated board: kept, but never a speedup (`EvalResult.measured` and
+    every table that counts speedups read timing_valid)."""
+    res.timing_valid = False
+    res.extra["emulated"] = True
+    if res.error_kind is None:
+        res.error_kind, res.error = "timing_invalid", EMULATED
 
 
 def run_remote_job(job: dict[str, Any], out_path: str) -> None:
@@ -163,6 +180,8 @@ def run_remote_job(job: dict[str, Any], out_path: str) -> None:
     res = EvalResult(task=job.get("task_id", "?"), backend=backend, baseline=job.get("baseline"),
                      seeds=list(cfg["seeds"]))
     res.extra["device"] = dev_cfg["url"]
+    if dev_cfg.get("emulated"):
+        res.extra["emulated"] = True
 
     def finish() -> None:
         res.peak_rss_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -183,8 +202,9 @@ def run_remote_job(job: dict[str, Any], out_path: str) -> None:
         except A.ImportFailure as e:
             _err(res, "import", str(e))
             return finish()
-        target = A.make_target(backend, target=dev_cfg.get("target") or None)
-        with tempfile.TemporaryDirectory(prefix="leka-rpc-") as tmp:
+        # the board's target and toolchain for every build here (L2 C/C++ with its cross compiler)
+        with use_board(dev_cfg), tempfile.TemporaryDirectory(prefix="leka-rpc-") as tmp:
+            target = A.make_target(backend, target=dev_cfg.get("target") or None)
             libs = _built_libs(job, task, root, target, Path(tmp), res)
             if libs is not None:
                 _on_board(job, task, libs, res)

@@ -21,6 +21,9 @@ def _mount() -> None:
     from leka.opencl_cli import app as opencl_app
 
     app.add_typer(opencl_app, name="opencl", help="OpenCL runtime plugin: build it from a TVM source folder.")
+    from leka.board import app as board_app
+
+    app.add_typer(board_app, name="board", help="An emulated ARM board (qemu): setup, emulate, stop, status.")
     from benchmark.cli import app as bench_app
     from leka.exp.cli import bench_oneshot_cmd
 

@@ -62,6 +62,8 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         "baseline": baseline_label(cfg.baseline.kind, cfg.baseline.trials, cfg.backend),
         "best_correct": bool(best_node and best_node.result.correct),
         "best_timing_valid": bool(best_node and best_node.result.timing_valid),
+        # an emulated board (qemu): checks count, times are the emulator's (docs/boards.md)
+        "emulated": bool(cfg.device.emulated),
         "nodes_by_level": by_level, "nodes_total": len(nodes),
         "nodes_by_status": {str(s.value if hasattr(s, "value") else s): sum(1 for n in nodes if n.status == s)
                             for s in sorted({n.status for n in nodes})},
@@ -374,9 +376,11 @@ def summary_table(s: dict[str, Any]) -> Table:
     from profilers.roof import fmt_fraction, fmt_sol
 
     sp = s.get("best_speedup")
+    speed = fmt_interval(sp, s.get("best_speedup_lo"), s.get("best_speedup_hi")) if sp else "n/a"
+    if s.get("emulated") and sp:
+        speed += " (emulated board: not a speedup)"
     rows = [("best node", s.get("best_node")),
-            (f"best speedup vs {s.get('baseline')}",
-             fmt_interval(sp, s.get("best_speedup_lo"), s.get("best_speedup_hi")) if sp else "n/a"),
+            (f"best speedup vs {s.get('baseline')}", speed),
             ("fraction of roof / SOL score",
              f"{fmt_fraction(s.get('best_roof_fraction'))} / {fmt_sol(s.get('best_sol_score'))}"),
             ("loaded evaluations", f"{s.get('loaded_evaluations', 0)} of {s.get('timed_evaluations', 0)}"),

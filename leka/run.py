@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from leka.core.config import LekaConfig, dump_config, load_config, validate_config
+from leka.core.devices import use_board
 from leka.core.types import UserError
 from leka.live import LiveView, console
 from leka.report import summary_table, write_results
@@ -118,7 +119,15 @@ def start(task_ref: str | None, cfg: LekaConfig, quiet: bool) -> tuple[LekaConfi
 
 def drive(cfg: LekaConfig, task: Task, run_dir: Path, *, resume: bool, quiet: bool, live: bool | None,
           agents_factory: Callable[..., Agents] | None) -> dict[str, Any]:
-    """The loop to its end (leka.loop.graph), then the results; the tree is closed whatever happens."""
+    """The loop to its end (leka.loop.graph), then the results; the tree is closed whatever happens.
+    On a board, agents and edit checks build for the board's CPU (its triple, features, cores) and
+    compile L2 C/C++ with its cross compiler (leka.core.devices.use_board)."""
+    with use_board(cfg.device):
+        return _drive(cfg, task, run_dir, resume=resume, quiet=quiet, live=live, agents_factory=agents_factory)
+
+
+def _drive(cfg: LekaConfig, task: Task, run_dir: Path, *, resume: bool, quiet: bool, live: bool | None,
+           agents_factory: Callable[..., Agents] | None) -> dict[str, Any]:
     from benchmark.evaluator import Evaluator
     from benchmark.roots import load_root
     from candidate_tree import Tree

@@ -112,3 +112,22 @@ def opencl_plugin():
         if os.environ.get("LEKA_REQUIRE_OPENCL"):
             raise
         pytest.skip(f"no OpenCL plugin and it cannot be built here ({e}); `make opencl` builds it")
+
+
+@pytest.fixture(scope="session")
+def emulated_board():
+    """An emulated aarch64 board (leka/board.py: TVM's RPC server under qemu-aarch64) and its own
+    tracker, started once per session (20-60 s: TVM imports under emulation) and stopped at its end.
+    Required where CI says so (LEKA_REQUIRE_BOARD, after `make boards`), else skipped with the reason."""
+    from leka import board
+
+    why = board.is_ready("aarch64")
+    if why:
+        if os.environ.get("LEKA_REQUIRE_BOARD"):
+            raise RuntimeError(why)
+        pytest.skip(why)
+    b = board.emulate("aarch64", key="qemu-test")
+    try:
+        yield b
+    finally:
+        b.stop()

@@ -347,3 +347,36 @@ def test_rule_agents_cuda_edits_evaluate_correct(task, ev, tmp_path):
         assert out.error is None, (lv, out.error)
         res = ev.evaluate(task, out.candidate)
         assert res.correct, (lv, edits[0].rationale, res.error)
+
+
+@gpu
+@needs_gpu
+def test_leka_run_cuda_through_rpc(tmp_path):
+    """`leka run --backend cuda --device rpc://...` with the tracker and the board-side server on
+    this GPU machine (a Jetson's role): built here, checked and timed by the board's server."""
+    import json
+
+    from candidate_tree import Tree
+    from leka.ir import remote
+
+    with remote.start_tracker() as tr:
+        srv = remote.start_server(tracker=(tr.host, tr.port), key="cuda")
+        try:
+            url = f"rpc://{tr.host}:{tr.port}/cuda"
+            r = subprocess.run([sys.executable, "-m", "leka.cli", "run", "--task", str(DATA / "tiny_task.py"),
+                                "--backend", "cuda", "--device", url, "--budget", "5m", "--max-evals", "3",
+                                "--quiet", "--out", str(tmp_path)], capture_output=True, text=True, timeout=900,
+                               cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+        finally:
+            srv.stop()
+    assert r.returncode == 0, r.stderr[-2000:]
+    (summary,) = tmp_path.glob("*/summary.json")
+    s = json.loads(summary.read_text())
+    assert s["backend"] == "cuda" and s["best_correct"] and s["evaluations"] == 3
+    tree = Tree(Path(s["run_dir"]))
+    try:
+        root = min((n for n in tree.nodes() if n.result is not None), key=lambda n: n.id)
+        # the root was checked and timed on the board: its device, device-timed pairs against DLight
+        assert root.result.correct and root.result.extra["device"] == url and root.result.n_pairs >= 1
+    finally:
+        tree.close()

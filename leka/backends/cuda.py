@@ -13,10 +13,12 @@ from leka.backends import Backend, GuardProfile, L2Language
 from leka.backends._contract import GPU_L1, gpu_l2
 
 
-def target_spec(arch: str = "sm_90", **_: Any) -> dict[str, Any]:
-    # MetaSchedule's GPU rules read the thread and shared-memory limits from the target
+def target_spec(arch: str = "sm_90", target: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
+    # MetaSchedule's GPU rules read the thread and shared-memory limits from the target; a board's
+    # device.target (e.g. a Jetson Orin: {"arch": "sm_87", "host": {"kind": "llvm", "mtriple":
+    # "aarch64-linux-gnu"}}) overrides the arch and gives the host code's CPU
     return {"kind": "cuda", "arch": arch, "max_threads_per_block": 1024, "max_shared_memory_per_block": 49152,
-            "thread_warp_size": 32}
+            "thread_warp_size": 32, **(target or {})}
 
 
 def unavailable() -> str | None:

@@ -282,6 +282,9 @@ class DeviceConfig(_Section):
     cross_compiler: str = ""  # e.g. aarch64-linux-gnu-g++: links the uploaded library on this host
     session_timeout_s: float = 600.0  # the tracker frees the board after this long
     request_timeout_s: float = 120.0  # wait this long for a free board
+    # an emulator (qemu) stands in for the board: its checks count, its times are no board's speed, so
+    # every timed result says timing_valid false (`leka board emulate` writes a config with it)
+    emulated: bool = False
 
 
 class LekaConfig(_Section):

@@ -5,7 +5,8 @@ The CPU contract an agent writes to (kept simple on purpose):
     extern "C" int32_t ENTRY(float* p0, float* p1, ..., float* pn)   // returns 0 on success
 
 one pointer per buffer parameter of the PrimFunc, in order (inputs, then outputs), shapes static and
-baked into the source. `leka.ir` compiles the source here (g++ -O3 -march=native -fopenmp), seals the
+baked into the source. `leka.ir` compiles the source here (g++ -O3 -march=native -fopenmp; for a board,
+its cross compiler with the board's -mcpu: `toolchain`), seals the
 object (ENTRY renamed to `leka_l2_<digest>_ENTRY`, every other definition local: `seal`), replaces the
 PrimFunc's body by `T.call_extern(<sealed name>, p0.data, ...)`; only the candidate's sandboxed worker
 (or an in-process run the caller chose: `load_libraries`) loads the sealed library RTLD_GLOBAL for
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leka.backends import l2_language
+from leka.core.devices import current_board
 from leka.ir import l2_guard, l2_object
 
 CXX = os.environ.get("LEKA_CXX", "g++")
@@ -39,6 +41,44 @@ DEFAULT_DIR = Path(".leka-cache") / "l2"
 C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t",
            "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
            "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t", "bool": "bool"}
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The compiler an L2 C/C++ source is built with: this machine's g++ for this CPU, or a board's
+    cross compiler (`device.cross_compiler`) with flags for the board's CPU (`device.target`'s mcpu /
+    mattr); `prefix` names the matching binutils (aarch64-linux-gnu-objcopy)."""
+
+    cxx: str
+    flags: tuple[str, ...]
+    prefix: str = ""
+
+
+def _board_cpu(target: dict) -> dict:
+    """The CPU part of a board's device.target: itself for llvm, its `host` for a GPU target."""
+    host = target.get("host")
+    return host if isinstance(host, dict) else target
+
+
+def toolchain() -> Toolchain:
+    """The toolchain of the board this process builds for (leka.core.devices.use_board); the host's
+    without one, or without a cross compiler (a board of this machine's instruction set)."""
+    board = current_board()
+    if board is None or not board.cross_compiler:
+        return Toolchain(CXX, tuple(CXX_FLAGS))
+    cpu = _board_cpu(board.target)
+    mcpu, triple = str(cpu.get("mcpu") or ""), str(cpu.get("mtriple") or "")
+    mattr = [str(a) for a in (cpu.get("mattr") or [])]
+    if mcpu:
+        arch = [f"-mcpu={mcpu}"]
+    elif triple.startswith("aarch64"):  # the baseline every ARMv8-A board runs; SVE where the board says so
+        arch = ["-march=armv8-a" + ("+sve" if "+sve" in mattr else "")]
+    else:
+        arch = []
+    cc = board.cross_compiler
+    name = Path(cc).name
+    prefix = name[: name.rindex("-") + 1] if "-" in name else ""
+    return Toolchain(cc, ("-O3", *arch, "-fopenmp", "-fPIC", "-std=c++17"), prefix)
 
 
 class L2Error(ValueError):
@@ -94,19 +134,21 @@ def compile_cpp(text: str, directory: str | Path | None = None, language: str = 
     the object is checked (`IllegalObject`) before the library is linked or loaded."""
     d = Path(directory) if directory else DEFAULT_DIR
     d.mkdir(parents=True, exist_ok=True)
+    tc = toolchain()
+    cxx = tc.cxx
     lang_flag = ["-x", "c"] if language == "c" else ["-x", "c++"]
-    flags = CXX_FLAGS if language != "c" else [f for f in CXX_FLAGS if not f.startswith("-std=")]
-    dig = _digest(language, text, " ".join(flags), CXX)
+    flags = list(tc.flags) if language != "c" else [f for f in tc.flags if not f.startswith("-std=")]
+    dig = _digest(language, text, " ".join(flags), cxx)
     src = d / f"{dig}.{'c' if language == 'c' else 'cc'}"
     obj, so = d / f"{dig}.o", d / f"{dig}.so"
     if obj.exists() and so.exists():
         return _checked(Compiled(so=so, obj=obj, digest=dig), text, check)
     src.write_text(text)
     tmp_o, tmp_so = d / f"{dig}.{os.getpid()}.o.tmp", d / f"{dig}.{os.getpid()}.so.tmp"
-    _run([CXX, *flags, *lang_flag, "-c", str(src), "-o", str(tmp_o)], "C++ compile")
+    _run([cxx, *flags, *lang_flag, "-c", str(src), "-o", str(tmp_o)], "C++ compile")
     if check:
         _check_object(tmp_o, text)  # before the rename: a rejected object is never a cache hit
-    _run([CXX, *flags, "-shared", str(tmp_o), "-o", str(tmp_so)], "C++ link")
+    _run([cxx, *flags, "-shared", str(tmp_o), "-o", str(tmp_so)], "C++ link")
     tmp_o.replace(obj)
     tmp_so.replace(so)
     return Compiled(so=so, obj=obj, digest=dig)
@@ -117,7 +159,8 @@ def compile_llvm_ir(text: str, directory: str | Path | None, to_object, check: b
     LLVM, so no clang is needed) -> shared library (g++ links it)."""
     d = Path(directory) if directory else DEFAULT_DIR
     d.mkdir(parents=True, exist_ok=True)
-    dig = _digest("llvm", text)
+    tc = toolchain()
+    dig = _digest("llvm", text, tc.cxx)
     ll, obj, so = d / f"{dig}.ll", d / f"{dig}.o", d / f"{dig}.so"
     if obj.exists() and so.exists():
         return _checked(Compiled(so=so, obj=obj, digest=dig), text, check)
@@ -130,7 +173,7 @@ def compile_llvm_ir(text: str, directory: str | Path | None, to_object, check: b
     if check:
         _check_object(tmp_o, text)
     tmp_o.replace(obj)
-    _run([CXX, "-fopenmp", "-shared", str(obj), "-o", str(so)], "link of the LLVM IR object")
+    _run([tc.cxx, "-fopenmp", "-shared", str(obj), "-o", str(so)], "link of the LLVM IR object")
     return Compiled(so=so, obj=obj, digest=dig)
 
 
@@ -192,8 +235,11 @@ def sealed_symbol(digest: str, entry: str) -> str:
     return f"leka_l2_{digest}_{entry}"
 
 
-def _objcopy() -> str:
-    tool = shutil.which("objcopy") or shutil.which("llvm-objcopy")
+def _objcopy(tc: Toolchain | None = None) -> str:
+    # a board's object is rewritten by its own binutils (aarch64-linux-gnu-objcopy, or the NDK's
+    # llvm-objcopy beside its clang): the host's GNU objcopy may not know the board's relocations
+    cross = [tc.prefix + "objcopy", str(Path(tc.cxx).parent / "llvm-objcopy"), "llvm-objcopy"] if tc and tc.prefix else []
+    tool = next((t for t in (*map(shutil.which, cross), shutil.which("objcopy"), shutil.which("llvm-objcopy")) if t), None)
     if tool is None:
         raise L2Error("objcopy not found (binutils): an L2 object cannot be sealed, so it is not loaded")
     return tool
@@ -208,13 +254,14 @@ def seal(compiled: Compiled, entry: str) -> Sealed:
     if not re.fullmatch(_IDENT, entry):
         raise L2Error(f"the entry {entry!r} is not a C identifier")
     symbol = sealed_symbol(compiled.digest, entry)
+    tc = toolchain()
     d = compiled.obj.parent
     obj, so = d / f"{symbol}.sealed.o", d / f"{symbol}.sealed.so"
     if not (obj.exists() and so.exists()):
         tmp_o, tmp_so = d / f"{symbol}.{os.getpid()}.sealed.tmp.o", d / f"{symbol}.{os.getpid()}.sealed.tmp.so"
-        _run([_objcopy(), f"--redefine-sym={entry}={symbol}", f"--keep-global-symbol={symbol}",
+        _run([_objcopy(tc), f"--redefine-sym={entry}={symbol}", f"--keep-global-symbol={symbol}",
               str(compiled.obj), str(tmp_o)], "sealing the L2 object")
-        _run([CXX, "-fopenmp", "-shared", str(tmp_o), "-o", str(tmp_so)], "link of the sealed L2 object")
+        _run([tc.cxx, "-fopenmp", "-shared", str(tmp_o), "-o", str(tmp_so)], "link of the sealed L2 object")
         tmp_o.replace(obj)
         tmp_so.replace(so)
     return Sealed(so=so, obj=obj, symbol=symbol)

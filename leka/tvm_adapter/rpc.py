@@ -49,6 +49,14 @@ def remote_vm(remote, lib_name: str, backend: str):
 
 def remote_runner(remote, lib_name: str, backend: str):
     """A VMRunner whose VM, tensors and time_evaluator live on the remote device."""
-    from leka.tvm_adapter.runtime import VMRunner
+    from leka.tvm_adapter.runtime import VMRunner, flatten_outputs
 
-    return VMRunner(remote.load_module(lib_name), remote_device(remote, backend))
+    class RemoteVMRunner(VMRunner):
+        def run_device(self, dev_args):
+            # a tuple main returns is a handle on the board that RPC cannot index (`for_rpc` unwraps
+            # only a 1-tuple): the VM's stateful calls hand its fields over one by one
+            self.vm.set_input("main", *dev_args)
+            self.vm.invoke_stateful("main")
+            return flatten_outputs(self.vm.get_outputs("main"))
+
+    return RemoteVMRunner(remote.load_module(lib_name), remote_device(remote, backend))

@@ -8,6 +8,7 @@ from typing import Any
 import tvm
 
 from leka.backends import get_backend
+from leka.core.devices import current_board
 
 
 def tvm_version() -> str:
@@ -19,9 +20,14 @@ def cpu_target(num_cores: int | None = None) -> tvm.target.Target:
 
 
 def make_target(backend: str, **opts: Any) -> tvm.target.Target:
-    """The TVM target of a backend of the table (`leka.backends`); `opts` go to its `target_spec`."""
+    """The TVM target of a backend of the table (`leka.backends`); `opts` go to its `target_spec`.
+    Inside a run on a board (`leka.core.devices.use_board`) the board's `device.target` is the default
+    `target` option: its triple, CPU, features and cores, not this machine's."""
     spec = get_backend(backend)
     opts = {k: v for k, v in opts.items() if v is not None}
+    board = current_board()
+    if "target" not in opts and board is not None and board.target:
+        opts["target"] = board.target
     opts.setdefault("num_cores", len(os.sched_getaffinity(0)))
     return tvm.target.Target(spec.target_spec(system_cpu=tvm.target.codegen.llvm_get_system_cpu(), **opts))
 
@@ -45,9 +51,32 @@ def max_threads_per_block(target: tvm.target.Target) -> int | None:
     return int(n) if n is not None and target.kind.name != "llvm" else None
 
 
+def cpu_arch(target: tvm.target.Target) -> str:
+    """The instruction set of a CPU target's code (of a GPU target's host code): "aarch64", "x86_64",
+    ... from its `mtriple`; this machine's when it has none."""
+    import platform
+
+    t = target if target.kind.name == "llvm" or target.host is None else target.host
+    triple = str(t.attrs.get("mtriple", "")) if t.kind.name == "llvm" else ""
+    arch = triple.split("-")[0] if triple else platform.machine()
+    return {"arm64": "aarch64", "amd64": "x86_64"}.get(arch, arch)
+
+
+def runs_here(target: tvm.target.Target) -> bool:
+    """Code for `target`'s CPU runs on this machine (no board of another instruction set)."""
+    import platform
+
+    here = {"arm64": "aarch64", "amd64": "x86_64"}.get(platform.machine(), platform.machine())
+    return cpu_arch(target) == here
+
+
 def vector_lanes_fp32(target: tvm.target.Target) -> int:
     """fp32 lanes of the widest vector register the target has (for vectorise factors)."""
     if target.kind.name != "llvm":
+        return 4
+    if cpu_arch(target) in ("aarch64", "arm"):
+        # NEON is 128-bit. SVE ("+sve" in mattr) is 128 bits at least on every implementation, and
+        # TVM's fixed-width vectorisation emits NEON-width code for it: 4 lanes either way
         return 4
     mcpu = str(target.attrs.get("mcpu", ""))
     avx512 = ("avx512", "skylake-avx512", "cascadelake", "icelake", "sapphirerapids",
