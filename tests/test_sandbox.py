@@ -216,13 +216,20 @@ def test_kernel_that_skips_the_calls_it_thinks_unchecked_gains_nothing(task, roo
     # with a ring of the last 3 outputs the call count is memoryless (no call is safe to skip); with
     # every output kept, any call may be checked: either way skipping is caught or buys nothing
     ev = _ev(tmp_path, sandbox_hold=hold)
-    honest = ev.evaluate(task, _cand(task, root, HONEST, f"sb_skip_honest{hold}", reps=200))
-    res = ev.evaluate(task, _cand(task, root, SKIPS_EARLY, f"sb_skips_early{hold}", reps=200))
-    assert honest.correct and honest.speedup, (honest.error_kind, honest.error)
-    if res.correct:
-        assert res.speedup <= 1.2 * honest.speedup, (res.speedup, honest.speedup)
+    for _ in range(2):
+        honest = ev.evaluate(task, _cand(task, root, HONEST, f"sb_skip_honest{hold}", reps=200))
+        res = ev.evaluate(task, _cand(task, root, SKIPS_EARLY, f"sb_skips_early{hold}", reps=200))
+        assert honest.correct and honest.speedup, (honest.error_kind, honest.error)
+        if not res.correct:
+            assert res.error_kind in ("stale_output", "mismatch"), (res.error_kind, res.error)
+            return
+        # a speedup the judge itself marks invalid (the machine moved under the timing: a loaded CI
+        # host) compares nothing; measured again once, then the comparison is the verdict
+        if "timing_invalid" not in (honest.error_kind, res.error_kind):
+            break
     else:
-        assert res.error_kind in ("stale_output", "mismatch"), (res.error_kind, res.error)
+        pytest.skip(f"timings invalid twice on a loaded machine: {honest.error} / {res.error}"[:300])
+    assert res.speedup <= 1.2 * honest.speedup, (res.speedup, honest.speedup)
 
 
 def test_write_into_an_input_faults(task, root, tmp_path):
