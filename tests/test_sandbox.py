@@ -215,7 +215,9 @@ def test_kernel_that_computes_only_the_checked_call_is_stale(task, root, tmp_pat
 def test_kernel_that_skips_the_calls_it_thinks_unchecked_gains_nothing(task, root, tmp_path, hold):
     # with a ring of the last 3 outputs the call count is memoryless (no call is safe to skip); with
     # every output kept, any call may be checked: either way skipping is caught or buys nothing
-    ev = _ev(tmp_path, sandbox_hold=hold)
+    # 4 s of timing: at 1 s the timing's own wall-clock stop leaves the 200-rep kernels' interval wider
+    # than evaluator.max_ci_width, and an invalid timing compares nothing
+    ev = _ev(tmp_path, sandbox_hold=hold, timing_budget_s=4.0)
     for _ in range(2):
         honest = ev.evaluate(task, _cand(task, root, HONEST, f"sb_skip_honest{hold}", reps=200))
         res = ev.evaluate(task, _cand(task, root, SKIPS_EARLY, f"sb_skips_early{hold}", reps=200))
