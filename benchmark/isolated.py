@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark import audit, baselines, gpu_timing, memory, sandbox, sandbox_baseline, timing
+from benchmark import audit, baselines, gpu_timing, memory, sandbox, sandbox_baseline, seeds, timing
 from benchmark.outputs import _np, compare
 from leka import tvm_adapter as A
 from leka.backends import get_backend
@@ -260,7 +260,7 @@ def check(st: Any) -> bool:
             inputs = make(seed)
             pool.fill(make, seed, slack_seed=SYSRAND.randrange(10**6, 2**31 - 10**5), windows=[pool.other()])
             rows = [zero]
-            if (st.cfg.get("poison", True) and not st.cfg.get("root_program")) and n == 0:  # worker.poison_run
+            if seeds.poison_run(st.cfg) and n == 0:
                 poison = [pool.offset(i, *pool.other()) for i in range(len(pool.specs))]  # other valid inputs first
                 if st.root.output_bytes > BIG_OUTPUTS or st.max_calls < 2:
                     w.run([poison])  # its own request: its outputs are freed before the seed's call

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import resource
 import sys
 import time
@@ -34,6 +33,7 @@ from benchmark import (
     process_state,
     sandbox,
     sandbox_timing,
+    seeds,
     slots,
     timing,
 )
@@ -134,7 +134,7 @@ def prepare(st: JobState) -> bool:
             return False
         res.extra["baseline_name"] = baselines.label(job["baseline"], st.backend, threads=job.get("threads", 2),
                                                      trials=int(job.get("trials") or 64))
-    st.seeds = _check_seeds(st)
+    st.seeds = seeds.check_seeds(st)
     st.target = A.make_target(st.backend)
     st.gpu = get_backend(st.backend).cuda
     why = isolated.unsupported(st)
@@ -237,37 +237,12 @@ def _hold_gpu(st: JobState, dev) -> None:
         st.dmem = gpu_timing.DeviceMemory(dev)
 
 
-def _check_seeds(st: JobState) -> list[int]:
-    seeds = list(st.cfg["seeds"])
-    if st.cfg.get("root_program"):
-        # the root of a task whose baseline is its own program (benchmark/evaluator.py): TVM's default
-        # lowering, no agent's code, the very program the baseline runs unchecked; one fixed seed and the
-        # fresh one check the import's numerics, and no poison run (`poison_run`): the defences against
-        # stale buffers and baked answers are for agents' kernels (issue 44: 5 checked calls of ~20 s
-        # were most of a ResNet block's root evaluation)
-        seeds = seeds[:1]
-    if st.cfg.get("fresh_seed", True):
-        # a seed nobody knew before this evaluation: outputs baked into a source for the fixed
-        # seeds cannot pass it (drawn by the runner, which hands it to the reference process too)
-        fresh = st.job.get("fresh_seed") or random.SystemRandom().randrange(10**6, 2**31 - 8000)
-        st.res.extra["fresh_seed"] = fresh
-        seeds.append(fresh)
-    st.res.extra["checked_seeds"] = len(seeds)
-    return seeds
-
-
-def poison_run(cfg: dict[str, Any]) -> bool:
-    """Whether the first checked seed follows a run on other valid inputs: evaluator.poison, except for a
-    root whose program is the baseline's (`_check_seeds`)."""
-    return bool(cfg.get("poison", True)) and not cfg.get("root_program")
-
-
 def _run_candidate(st: JobState, seed: int, first: bool) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
     """(inputs, outputs) of one checked run; None once the failure is in res. The outputs are views of
     the candidate's own output tensors where the device is the CPU (one output set in memory)."""
     runner, res = st.runner, st.res
     inputs = [_np(t) for t in st.task.make_inputs(seed)]
-    if poison_run(st.cfg) and first:
+    if seeds.poison_run(st.cfg) and first:
         # stale buffers from a run on other valid inputs must not pass as this seed's output. Only the
         # first seed needs a run of its own for that: each later seed's run follows the previous
         # seed's, on other valid inputs, whose outputs are dropped once compared (a program of tens of
@@ -313,13 +288,13 @@ def check(st: JobState) -> bool:
     if st.sandboxed:
         return isolated.check(st)
     res, t0 = st.res, time.perf_counter()
-    seeds = st.seeds or _check_seeds(st)
-    keep = _timing_sets(st, len(seeds))
+    checked = st.seeds or seeds.check_seeds(st)
+    keep = _timing_sets(st, len(checked))
     baselines.python_baseline(st)  # before the guard's snapshot: what torch.compile and the engines set is not the candidate's
     st.guard = process_state.Guard() if st.cfg.get("process_check", True) else None
     max_abs = max_rel = 0.0
     out_bytes = 0
-    for n, seed in enumerate(seeds):
+    for n, seed in enumerate(checked):
         got = _run_candidate(st, seed, first=n == 0)
         if got is None or not _guard_ok(st, f"seed {seed}"):
             res.check_s = time.perf_counter() - t0
