@@ -24,8 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -222,9 +224,12 @@ def _died(i: str, e: BaseException) -> dict[str, Any]:
             "error": f"child process died: {type(e).__name__}: {e}"}
 
 
-def run_all(ids: list[str], jobs: int, backend: str = "llvm", hash_only: bool = False) -> list[dict[str, Any]]:
+def run_all(ids: list[str], jobs: int, backend: str = "llvm", hash_only: bool = False,
+            on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Rows in `ids` order. Workers are reused (importing torch + TVM costs seconds per process); if one
-    crashes the pool breaks, and every task without a row is re-run alone in a fresh process."""
+    crashes the pool breaks, and every task without a row is re-run alone in a fresh process. `on_row`
+    gets each row as it is printed (the output file keeps it, so a run cut off resumes from there)."""
+    on_row = on_row or (lambda row: None)
     ctx = mp.get_context("spawn")  # a forked child would inherit the parent's torch/TVM thread pools
     done: dict[str, dict[str, Any]] = {}
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx) as pool:
@@ -235,6 +240,7 @@ def run_all(ids: list[str], jobs: int, backend: str = "llvm", hash_only: bool = 
             except BrokenProcessPool:
                 break
             print(_fmt(done[i]), flush=True)
+            on_row(done[i])
     for i in (i for i in ids if i not in done):
         with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as solo:
             try:
@@ -242,6 +248,7 @@ def run_all(ids: list[str], jobs: int, backend: str = "llvm", hash_only: bool = 
             except Exception as e:  # noqa: BLE001 - this task kills its process (segfault, abort)
                 done[i] = _died(i, e)
         print(_fmt(done[i]), flush=True)
+        on_row(done[i])
     return [done[i] for i in ids]
 
 
@@ -253,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hash-only", action="store_true", help="import, round trip and hash only: no build")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", default="")
+    ap.add_argument("--md", default="", help="only write the markdown table of --out's rows to this file")
     ap.add_argument("--resume", action="store_true",
                     help="skip tasks that already have a row in the output file (a run cut off goes on)")
     args = ap.parse_args(argv)
@@ -268,15 +276,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'id':<40} {'L':>2} {'imp':>4} {'rt':>3} {'ok':>4} {'max_err':>8} {'tvm_ms':>9} {'torch_ms':>8} "
           f"{'MiB':>7} {'|ref|max':>8}  error", flush=True)
     out = Path(args.out) if args.out else out_path(args.backend)
+    if args.md:
+        Path(args.md).write_text(render_md(json.loads(out.read_text())["tasks"], args.backend, argv))
+        return 0
     if args.resume and out.exists():
         done = {r["id"] for r in json.loads(out.read_text()).get("tasks", [])}
         ids = [i for i in ids if i not in done]
-    rows = run_all(ids, args.jobs, args.backend, args.hash_only)
+    rows = run_all(ids, args.jobs, args.backend, args.hash_only,
+                   on_row=lambda row: _merge(out, [row], marks=False))
     table = _merge(out, rows)
     return _summary(rows, table, out, args.hash_only)
 
 
-def _merge(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merge(out: Path, rows: list[dict[str, Any]], marks: bool = True) -> list[dict[str, Any]]:
     """The rows merged into the file's table (a task's newest row wins; a hash-only row keeps the
     earlier full row's build results), duplicates marked over the whole table; written back."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -289,9 +301,49 @@ def _merge(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         merged[r["id"]] = {**merged.get(r["id"], {}), **r} if "untuned_ms" not in r else r
     table = sorted(merged.values(), key=lambda r: r["id"])
-    mark_duplicates(table)
-    out.write_text(json.dumps({"tasks": table}, indent=1))
+    if marks:
+        mark_duplicates(table)
+    tmp = out.with_suffix(".tmp")  # a kill mid-write leaves the previous file whole
+    tmp.write_text(json.dumps({"tasks": table}, indent=1))
+    tmp.replace(out)
     return table
+
+
+def render_md(rows: list[dict[str, Any]], backend: str, argv: list[str] | None) -> str:
+    """The committed form of a check: machine, versions, date, counts, one line per task."""
+    import datetime
+    import platform
+    import sys
+
+    import torch
+    import tvm
+
+    from profilers.calibrate import cpu_model
+
+    flags = open("/proc/cpuinfo").read()
+    cpu_brief = (f"{cpu_model()}, {os.cpu_count()} cores, "
+                 f"{'AVX-512' if ' avx512f' in flags else 'AVX2' if ' avx2' in flags else 'no AVX2'}")
+    n_ok = sum(passed(r) for r in rows)
+    lv = {k: sum(1 for r in rows if r.get("level") == k) for k in (1, 2, 3)}
+    head = [f"# check_tasks on {backend}: {n_ok} / {len(rows)} pass every check", "",
+            f"- {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; {cpu_brief}; "
+            f"Python {platform.python_version()}, torch {torch.__version__}, apache-tvm {tvm.__version__}",
+            f"- Rows: `python -m experiments.check_tasks --backend {backend} --jobs 2` "
+            f"(rendered by `{' '.join(['python -m experiments.check_tasks', *(argv or sys.argv[1:])])}`)",
+            f"- Tasks by level: {lv[1]} / {lv[2]} / {lv[3]}; checks as the module's docstring says (import, exact "
+            "round trip, correct at the task's tolerance, suite bounds, no duplicate hash)",
+            f"- Failing: {', '.join(r['id'] for r in rows if not passed(r)) or 'none'}", "",
+            "| task | L | round trip | correct | max err | untuned ms | torch ms | MiB | duplicate of |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        def f(k: str, nd: int = 1, r: dict[str, Any] = r) -> str:
+            return "-" if r.get(k) is None else f"{r[k]:.{nd}f}"
+
+        head.append(f"| {r['id']} | {r.get('level', '-')} | {'y' if r.get('round_trip') else 'N'} | "
+                    f"{'y' if r.get('correct') else 'N'} | "
+                    f"{'-' if r.get('max_err') is None else format(r['max_err'], '.1e')} | {f('untuned_ms')} | "
+                    f"{f('torch_ms', 2)} | {f('mib', 2)} | {', '.join(r.get('duplicate_of') or []) or '-'} |")
+    return "\n".join(head) + "\n"
 
 
 def _summary(rows: list[dict[str, Any]], table: list[dict[str, Any]], out: Path, hash_only: bool) -> int:

@@ -303,6 +303,26 @@ case $what in
     cp "$LOGS/equal_table.md" "$OUT/" 2>/dev/null
     tail -8 "$LOGS/equal_judge.log"; head -40 "$LOGS/equal_table.md"
     ;;
+  round4)  # issues 43/45/46/47: check_tasks over the 218 CUDA instances (resumable, rows kept in $WORK) beside
+           # the GPU-marked tests of the judge, boards, one-shot and failure classes, then CUDA through RPC
+    check_env > "$LOGS/env.log" 2>&1; cat "$LOGS/env.log"
+    ( timeout "$(( $(left) - 10 ))" python3 -m experiments.check_tasks --backend cuda --jobs "${CT_JOBS:-8}" --resume \
+        --out "$WORK/check_tasks_cuda.json" > "$LOGS/check_tasks_cuda.log" 2>&1
+      echo "check_tasks_cuda: rc=$? at $(date -u +%H:%M:%S)" >> "$OUT/steps.log"
+      cp "$WORK/check_tasks_cuda.json" "$OUT/" 2>/dev/null; pack ) & ct=$!
+    if [ ! -f "$WORK/round4_tests_done" ]; then
+      step gpu_tests 300 python3 -m pytest -m gpu -q -p no:cacheprovider -x \
+        tests/test_gpu.py tests/test_failure_taxonomy.py tests/test_bench_oneshot.py tests/test_baseline_isolation.py \
+        && touch "$WORK/round4_tests_done"
+      tail -15 "$LOGS/gpu_tests.log"
+    fi
+    if [ ! -f "$OUT/cuda_rpc.md" ] && [ ! -f "$WORK/cuda_rpc.md" ]; then
+      step cuda_rpc "$(( $(left) - 20 ))" python3 experiments/gpu/cuda_rpc.py --out "$WORK/cuda_rpc.md" \
+        --json "$WORK/cuda_rpc.json" --runs "$WORK/rpc_runs" --budget "${RPC_BUDGET:-60}"
+      cp "$WORK/cuda_rpc.md" "$WORK/cuda_rpc.json" "$LOGS/" 2>/dev/null; cat "$WORK/cuda_rpc.md" 2>/dev/null
+    fi
+    wait $ct; cp "$WORK/check_tasks_cuda.json" "$LOGS/" 2>/dev/null; tail -25 "$LOGS/check_tasks_cuda.log"
+    ;;
   setup) check_env ;;
   smoke) s_smoke ;;
   tests) s_tests ;;
