@@ -25,13 +25,88 @@ def lower(mod: tvm.IRModule, target: tvm.target.Target, gpu_schedule: bool = Tru
     the unscheduled PrimFunc) and marked scheduled; `gpu_default_schedule` then does the rest."""
     def zero(m: tvm.IRModule) -> tvm.IRModule:
         with target:
+            if custom := CUSTOM_LEGALIZE.get(target.kind.name):  # the zero pipeline legalizes first anyway
+                m = relax.transform.LegalizeOps(customize_legalize_map=custom)(m)
             return relax.get_pipeline("zero")(m)
 
     with PARSE_LOCK, target:
         out = const_eval.run_pipeline(zero, mod)  # a candidate's PrimFuncs are evaluated only confined
+        out = short_kernel_names(out, KERNEL_NAME_LIMIT.get(target.kind.name))
         if gpu_schedule and is_gpu(target):
             out = gpu_default_schedule(out)
     return out
+
+
+def _cumsum_by_reduction(bb, call):
+    """cumsum as a masked reduction (out[.., j, ..] = sum over k <= j), which DLight schedules like any
+    reduction. TVM's GPU scan (DispatchSortScan -> gpu_2d_continuous_cumsum) updates shared memory in
+    place across threads with no barrier between read and write: right where a warp runs in lockstep
+    (NVIDIA), wrong on PoCL (l1_cumsum: rows right for 8 elements, then off by up to 2.9e3) and on any
+    device whose work-items do not. Quadratic in the scanned length: slow for long scans, never wrong."""
+    from tvm import te
+
+    x, axis, exclusive = call.args[0], call.attrs.axis, bool(call.attrs.exclusive)
+    dtype = str(call.attrs.dtype) if call.attrs.dtype is not None and str(call.attrs.dtype) else None
+
+    def compute(a):
+        if axis is None:
+            from tvm import topi
+
+            a = topi.reshape(a, (-1,))
+        ax = 0 if axis is None else int(axis) % len(a.shape)
+        k = te.reduce_axis((0, a.shape[ax]), name="k")
+
+        def body(*idx):
+            src = list(idx)
+            src[ax] = k
+            v = a[tuple(src)] if dtype is None else a[tuple(src)].astype(dtype)
+            keep = (k < idx[ax]) if exclusive else (k <= idx[ax])
+            # a select, not te.sum's `where=`: this TVM drops that predicate when it makes the PrimFunc
+            return te.sum(tvm.tirx.Select(keep, v, tvm.tirx.const(0, v.dtype)), axis=k)
+
+        return te.compute(a.shape, body, name="cumsum")
+
+    return bb.call_te(compute, x, primfunc_name_hint="cumsum")
+
+
+# target kind -> op -> legalization, where TVM's own lowering for that kind is wrong
+CUSTOM_LEGALIZE = {"opencl": {"relax.cumsum": _cumsum_by_reduction}}
+
+
+# FuseOps names a fused kernel after every op in it (571 characters for l1_quat_to_rotmat). PoCL keeps
+# each kernel's binary under a path made from its name and aborts the whole process (an assert in
+# pocl_cache.c) when that path passes its buffer; other OpenCL drivers have limits of their own.
+KERNEL_NAME_LIMIT = {"opencl": 64}
+
+
+def short_kernel_names(mod: tvm.IRModule, limit: int | None) -> tvm.IRModule:
+    """Every PrimFunc named longer than `limit` renamed to its first characters and a hash of the full
+    name (stable across runs, so L1 entries and profiles keyed by name still match), the Relax
+    functions' calls rewritten; the module as it was when none is that long."""
+    import hashlib
+
+    from tvm.relax.expr_functor import PyExprMutator, mutator
+
+    long = [gv for gv, f in mod.functions_items()
+            if limit and isinstance(f, tvm.tirx.PrimFunc) and len(gv.name_hint) > limit]
+    if not long:
+        return mod
+    bb = relax.BlockBuilder(mod)
+    new = {}
+    for gv in long:
+        name = f"{gv.name_hint[:limit - 11]}_{hashlib.sha1(gv.name_hint.encode()).hexdigest()[:10]}"
+        new[gv] = bb.add_func(mod[gv].with_attr("global_symbol", name), name)
+
+    @mutator
+    class Rename(PyExprMutator):
+        def visit_global_var_(self, op):
+            return new.get(op, op)
+
+    for gv, f in mod.functions_items():
+        if isinstance(f, relax.Function):
+            bb.update_func(gv, Rename(bb.get()).visit_expr(f))
+    out = bb.get()
+    return tvm.IRModule({gv: f for gv, f in out.functions_items() if gv not in new}, attrs=out.attrs)
 
 
 # TVM 0.27's legalization of R.full / R.full_like hands topi.full a PrimType where it tests
@@ -68,8 +143,28 @@ def gpu_default_schedule(mod: tvm.IRModule, target: tvm.target.Target | None = N
     # ApplyDefaultSchedule assigns into the module it is given: work on a copy, so a cached
     # unscheduled module (leka.ir) stays unscheduled
     mod = tvm.IRModule(dict(mod.functions), attrs=mod.attrs)
-    return dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(),
-                                   dl.gpu.GeneralReduction(), dl.gpu.Fallback())(mod)
+    rules = (dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback())
+    return dl.ApplyDefaultSchedule(*(_next_rule_on_error(r) for r in rules))(mod)
+
+
+def _next_rule_on_error(rule):
+    """A DLight rule that raises on a kernel it mis-analyses (GEMV's `assert r_loops` on a fused
+    conv + reparameterised branch, l2_mobileone_block) aborts the whole module's lowering in TVM's
+    ApplyDefaultSchedule; here it declines instead and the next rule (at the end Fallback) schedules
+    that kernel. Rules build their own Schedule from the function, so a failed try changes nothing."""
+    from tvm.s_tir import dlight as dl
+
+    class NextOnError(dl.ScheduleRule):
+        def apply(self, func, target, tunable):
+            try:
+                return rule.apply(func, target, tunable)
+            except Exception:  # noqa: BLE001 - any failure of this rule: the next one is tried
+                return None
+
+        def __repr__(self) -> str:
+            return f"NextOnError({type(rule).__name__})"
+
+    return NextOnError()
 
 
 def build(mod: tvm.IRModule, target: tvm.target.Target):
