@@ -310,16 +310,19 @@ case $what in
         --out "$WORK/check_tasks_cuda.json" > "$LOGS/check_tasks_cuda.log" 2>&1
       echo "check_tasks_cuda: rc=$? at $(date -u +%H:%M:%S)" >> "$OUT/steps.log"
       cp "$WORK/check_tasks_cuda.json" "$OUT/" 2>/dev/null; pack ) & ct=$!
-    if [ ! -f "$WORK/round4_tests_done" ]; then
-      step gpu_tests 300 python3 -m pytest -m gpu -q -p no:cacheprovider -x \
-        tests/test_gpu.py tests/test_failure_taxonomy.py tests/test_bench_oneshot.py tests/test_baseline_isolation.py \
-        && touch "$WORK/round4_tests_done"
-      tail -15 "$LOGS/gpu_tests.log"
+    step rpc_test 200 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu.py -k cuda_through_rpc
+    tail -5 "$LOGS/rpc_test.log"
+    if [ ! -f "$WORK/cuda_rpc.md" ]; then
+      step cuda_rpc "$(( $(left) / 2 ))" python3 experiments/gpu/cuda_rpc.py --out "$WORK/cuda_rpc.md" \
+        --json "$WORK/cuda_rpc.json" --runs "$WORK/rpc_runs" --budget "${RPC_BUDGET:-45}" --max-evals 4
+      cp "$WORK/cuda_rpc.md" "$WORK/cuda_rpc.json" "$LOGS/" 2>/dev/null; cp "$WORK/cuda_rpc.md" "$OUT/" 2>/dev/null
+      cat "$WORK/cuda_rpc.md" 2>/dev/null
     fi
-    if [ ! -f "$OUT/cuda_rpc.md" ] && [ ! -f "$WORK/cuda_rpc.md" ]; then
-      step cuda_rpc "$(( $(left) - 20 ))" python3 experiments/gpu/cuda_rpc.py --out "$WORK/cuda_rpc.md" \
-        --json "$WORK/cuda_rpc.json" --runs "$WORK/rpc_runs" --budget "${RPC_BUDGET:-60}"
-      cp "$WORK/cuda_rpc.md" "$WORK/cuda_rpc.json" "$LOGS/" 2>/dev/null; cat "$WORK/cuda_rpc.md" 2>/dev/null
+    if [ ! -f "$WORK/round4_tests_done" ]; then
+      step gpu_tests "$(( $(left) - 30 ))" python3 -m pytest -m gpu -q -p no:cacheprovider \
+        tests/test_gpu.py tests/test_failure_taxonomy.py tests/test_bench_oneshot.py tests/test_baseline_isolation.py \
+        tests/test_gpu_lowering.py && touch "$WORK/round4_tests_done"
+      tail -15 "$LOGS/gpu_tests.log"
     fi
     wait $ct; cp "$WORK/check_tasks_cuda.json" "$LOGS/" 2>/dev/null; tail -25 "$LOGS/check_tasks_cuda.log"
     ;;
