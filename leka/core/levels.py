@@ -31,6 +31,7 @@ import importlib.util
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -39,9 +40,14 @@ class EditKind:
     """One kind of edit of a level: what the model is told, and the handler that applies it."""
 
     describe: str  # one line for the prompt's schema
-    payload: dict[str, str]  # field -> what to put there (`{l0_passes}`, `{l2_languages}`: the names, by prompting)
+    # field -> what to put there (`{l0_passes}`; `{l2_languages}`, `{option_sets}`: the backend's, from its
+    # record, filled in by leka.llm.prompting)
+    payload: dict[str, str]
     handler: str  # "module:function" (candidate, edit, workdir, root_params) -> leka.ir.edits.EditOutcome
     target: str | None = None  # what `Edit.target` names (e.g. "PrimFunc name"); None: no target
+    # a field of the backend's record (leka.backends.Backend) that must be non-empty for a prompt on that
+    # backend to offer this kind ("compile_options"); "": every backend
+    needs: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,7 @@ class LevelSpec:
     role: str  # the LLM agent's role in its system prompt
     template: str  # jinja2 template of the LLM agent: a name under prompts/, or an absolute path
     colour: str  # node colour in tree.html
-    evidence: str  # what the hardware-sensing router reads to send work here
+    evidence: str  # what the hardware-sensing router reads to send work here (its prompt, hw_sensing.j2)
     # "module:function": this level's step in its `phase`, run in table order with the other levels' of
     # that phase: "lower" (leka.ir.candidate.Lowering) -> None, a step of lower_layers; "build"
     # (leka.ir.candidate.Building) -> None, after lowering (L2's sources); "run" (candidate,
@@ -93,8 +99,9 @@ def resolve(ref: str) -> Any:
 PHASES = ("lower", "build", "run")
 
 
-def _ek(level: str, describe: str, payload: dict[str, str], handler: str, target: str | None = None) -> EditKind:
-    return EditKind(describe, payload, f"leka.ir.levels.{level}:{handler}", target)
+def _ek(level: str, describe: str, payload: dict[str, str], handler: str, target: str | None = None,
+        needs: str = "") -> EditKind:
+    return EditKind(describe, payload, f"leka.ir.levels.{level}:{handler}", target, needs)
 
 
 _BUILTIN = (
@@ -106,7 +113,7 @@ _BUILTIN = (
                                     "constant parameters c0, c1, ... and their order)"}, "apply_text")},
         "agents.l0_relax:RuleL0Agent", "agents.hw_sensing:score_l0",
         "the L0 agent (graph-level edits to the Relax module)", "l0_relax.j2", "#1f77b4",
-        "layout copies, many small kernels and VM builtins, unfused elementwise epilogues, large intermediates"),
+        "layout transposes, many small kernels, large intermediates, unfused elementwise chains"),
     LevelSpec(
         "L1", "schedule", "schedule level", "the TIR schedule of one PrimFunc",
         {"trace": _ek("l1", "schedule one PrimFunc", {"trace": "list of schedule steps in the trace DSL"},
@@ -118,20 +125,19 @@ _BUILTIN = (
                        {"traces": "object: PrimFunc name -> its list of schedule steps"}, "apply_traces")},
         "agents.l1_tir:RuleL1Agent", "agents.hw_sensing:score_l1",
         "the L1 agent (loop schedules for TIR PrimFuncs)", "l1_tir.j2", "#ff7f0e",
-        "hot kernels without a schedule, far from their roofline roof", stage="leka.ir.levels.l1:stage",
+        "a hot kernel far from its roofline with poor parallelism, tiling or locality", stage="leka.ir.levels.l1:stage",
         state="leka.ir.levels.l1:L1State", files="leka.ir.levels.l1:FILES", carry="leka.ir.levels.l1:carry"),
     LevelSpec(
         "L2", "source", "target-source level", "the target source of one kernel, or the build's codegen options",
         {"source": _ek("l2", "override one kernel's target source",
                        {"language": "one of {l2_languages}", "text": "the source", "entry": "exported symbol, or null"},
                        "apply_source", "kernel (PrimFunc) name"),
-         "compile_options": _ek("l2", "change the code generator's options (backends whose record lists some)",
-                                {"options": "LLVM codegen attributes for the whole module, e.g. "
-                                            '{"fast-math-contract": true, "fast-math-reassoc": true}'},
-                                "apply_options")},
+         "compile_options": _ek("l2", "change the code generator's options for the whole module",
+                                {"options": "code-generator attributes for the whole module, e.g. {option_sets}"},
+                                "apply_options", needs="compile_options")},
         "agents.l2_source:RuleL2Agent", "agents.hw_sensing:score_l2",
         "the L2 agent (target source for single kernels)", "l2_source.j2", "#2ca02c",
-        "the hottest scheduled kernel's instructions: scalar where vector FMAs are expected, GEMM gaps",
+        "a hot kernel already scheduled but scalar, spilling, or missing the expected vector or tensor instructions",
         stage="leka.ir.levels.l2:stage", phase="build", state="leka.ir.levels.l2:L2State",
         files="leka.ir.levels.l2:FILES", carry="leka.ir.levels.l2:carry"),
 )
@@ -150,6 +156,62 @@ def register_level(spec: LevelSpec) -> LevelSpec:
         raise ValueError(f"level {spec.name}: phase {spec.phase!r} is not one of {', '.join(PHASES)}")
     LEVEL_SPECS[spec.name] = spec
     return spec
+
+
+ENTRY_POINT_GROUP = "leka.levels"
+
+
+def load_level(ref: str) -> LevelSpec:
+    """The spec a reference names: `"module:ATTR"` (imported by name) or `"path/to/file.py:ATTR"` (a file
+    of no package, loaded under its stem's name, so its spec's `"stem:..."` references resolve)."""
+    where, _, attr = ref.rpartition(":")
+    if not where or not attr:
+        raise ValueError(f"level reference {ref!r}: expected module:ATTR or path/to/file.py:ATTR")
+    if where.endswith(".py"):
+        path = Path(where).expanduser().resolve()
+        mod = sys.modules.get(path.stem)
+        if mod is None or Path(getattr(mod, "__file__", "") or "").resolve() != path:
+            if not path.is_file():
+                raise ValueError(f"level reference {ref!r}: no file {path}")
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            if spec is None or spec.loader is None:
+                raise ValueError(f"level reference {ref!r}: cannot load {path}")
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[path.stem] = mod
+            spec.loader.exec_module(mod)
+    else:
+        mod = importlib.import_module(where)
+    spec_obj = getattr(mod, attr, None)
+    if not isinstance(spec_obj, LevelSpec):
+        raise ValueError(f"level reference {ref!r}: {attr} is no LevelSpec")
+    return spec_obj
+
+
+def register_refs(refs: list[str]) -> list[str]:
+    """Register the levels a config names (`levels.extra`, leka.core.config); returns their names."""
+    return [register_level(load_level(r)).name for r in refs]
+
+
+_ENTRY_POINTS_READ = False
+
+
+def register_entry_points(group: str = ENTRY_POINT_GROUP) -> list[str]:
+    """Register the levels installed packages declare (`[project.entry-points."leka.levels"]`, each a
+    LevelSpec), once per process; returns their names."""
+    global _ENTRY_POINTS_READ
+    if _ENTRY_POINTS_READ and group == ENTRY_POINT_GROUP:
+        return []
+    from importlib.metadata import entry_points
+
+    names = []
+    for ep in entry_points(group=group):
+        spec = ep.load()
+        if not isinstance(spec, LevelSpec):
+            raise ValueError(f"entry point {ep.name} of {group}: {ep.value} is no LevelSpec")
+        names.append(register_level(spec).name)
+    if group == ENTRY_POINT_GROUP:
+        _ENTRY_POINTS_READ = True
+    return names
 
 
 def unregister_level(name: str) -> None:
