@@ -297,7 +297,7 @@ class LevelsConfig(_Section):
     """Levels beyond the built-in three (leka.core.levels): each a `LevelSpec` by reference,
     `"module:ATTR"` or `"path/to/file.py:ATTR"`, registered before the rest of the config is read (so
     `run.layers`, `run.routing` and the presets know it); the run folder's config.yaml keeps the list,
-    so `--resume` registers them again. Installed packages' entry points of the group `leka.levels`
+    so `--resume` registers them again. Installed packages' entry points of the group "leka.levels"
     are registered too."""
 
     extra: list[str] = Field(default_factory=list)

@@ -18,7 +18,7 @@ This module sits below the code it names, so behaviour is named by reference (`"
 resolved at first use), as a backend record names its rule agents. A new level is one spec and the
 code behind it, registered by a run config's `levels.extra` (`["module:LEVEL"]` or
 `["path/to/file.py:LEVEL"]`, `register_refs`), by an installed package's entry point of the group
-`leka.levels` (`register_entry_points`), or by `register_level(spec)` at run time
+"leka.levels" (`register_entry_points`), or by `register_level(spec)` at run time
 (tests/data/l3_level.py: runtime options, a level with state of its own). A registered level's module
 travels with each evaluation job (`extension_modules`), so the evaluation child loads it too
 (`load_extensions`) and lowers, builds and runs a candidate the same way.
