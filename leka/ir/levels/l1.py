@@ -121,7 +121,7 @@ FILES = L1Files()
 
 
 # ----------------------------------------------------------------------------- edits
-def _func_of(layers: ir.Layers, name: str | None, which: str):
+def func_of(layers: ir.Layers, name: str | None, which: str):
     mod = layers.unscheduled if which == "unscheduled" else layers.scheduled
     funcs = A.prim_funcs(mod)
     if not name or name not in funcs:
@@ -208,7 +208,7 @@ def _schedule_kernels(c: Candidate, layers: ir.Layers, target, traces: dict) -> 
     `c` (the unscheduled PrimFuncs do not change with L1 entries)."""
     l1 = dict(c.l1)
     for name, trace in traces.items():
-        _scheduled(_func_of(layers, name, "unscheduled"), trace, target, name)
+        _scheduled(func_of(layers, name, "unscheduled"), trace, target, name)
         l1[layers.l1_keys[name]] = L1Entry(func=name, trace=trace)
     l2, inv = _drop_stale_l2(c, layers, traces)
     return EditOutcome(candidate=c.model_copy(update={"l1": l1, "l2": l2, "invalidated": inv}), invalidated=inv)
@@ -220,7 +220,7 @@ def apply_tir(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOutco
         raise EditError("tir_text edit needs payload {'text': <@T.prim_func TVMScript>}")
     target = target_for(c)
     layers = ir.lower_layers(c, target, root_params)
-    func = _func_of(layers, edit.target, "unscheduled")
+    func = func_of(layers, edit.target, "unscheduled")
     key = layers.l1_keys[edit.target]
     try:
         new = A.parse_tir(text)

@@ -23,7 +23,7 @@ from leka.ir import Candidate, l2_guard
 from leka.ir import l2 as L2
 from leka.ir.edits import EditError, EditOutcome, target_for
 from leka.ir.levels import CandidateFilesError, free_path
-from leka.ir.levels.l1 import _func_of
+from leka.ir.levels.l1 import func_of
 
 
 class L2Entry(BaseModel):
@@ -228,7 +228,7 @@ def apply_source(c: Candidate, edit: Edit, workdir: Path, root_params) -> EditOu
         raise EditError(l2_guard.describe(found), "illegal_source")
     target = target_for(c)
     layers = ir.lower_layers(c, target, root_params)
-    func = _func_of(layers, edit.target, "scheduled")
+    func = func_of(layers, edit.target, "scheduled")
     key = layers.l2_keys[edit.target]
     if lang in get_backend(c.backend).l2_linked:
         if not entry:
