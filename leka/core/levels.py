@@ -76,7 +76,9 @@ class LevelSpec:
     # is the candidate's own text)
     state: str | None = None
     # "module:attr": its files in a candidate folder (leka.ir.files): an object with
-    # `write(candidate, names, record) -> {relative path: text}` and `edits(folder) -> [(path, Edit)]`
+    # `write(candidate, names, files, record)` (adds {relative path: text} to `files`; `names`: {entry key
+    # -> PrimFunc name} from its `names(layers)` where it has one, else None), `edits(folder) -> [(path,
+    # Edit)]` (the files read back as this level's edits)
     files: str | None = None
     # "module:function" (old candidate, new candidate, target, root_params) -> (state, carried,
     # invalidated): this level's state on `new`, whose earlier levels changed (`new` holds the carried
