@@ -239,3 +239,18 @@ def test_leka_run_with_the_level_from_a_config(tmp_path):
     assert record["levels"] == {"L3": {"threads": 1}}
     assert json.loads((run_dir / "nodes" / "2" / "l3" / "runtime.json").read_text()) == {"threads": 1}
     assert "levels:\n  extra:" in (run_dir / "config.yaml").read_text()  # --resume registers it again
+
+
+def test_an_installed_package_registers_it_by_entry_point(tmp_path):
+    """A package's entry point of the group "leka.levels" registers its level in any process that reads
+    a config (a fresh one here, with a dist-info on its path and tests/data holding the module)."""
+    dist = tmp_path / "leka_runtime_level-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: leka-runtime-level\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[leka.levels]\nruntime = l3_level:LEVEL\n")
+    code = ("from leka.core.config import load_config\nc = load_config([], [])\n"
+            "print(','.join(c.run.layers))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(DATA), str(ROOT)])}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["L0,L1,L2,L3"]
