@@ -40,7 +40,8 @@ from leka import tvm_adapter as A
 from leka.backends import get_backend
 from leka.core.protocols import AgentContext
 from leka.core.types import Edit, edit_digest
-from leka.ir.edits import target_for, trace_error
+from leka.ir.edits import target_for
+from leka.ir.levels.l1 import trace_error
 
 BATCH_MIN = 4  # unscheduled kernels (distinct structures) before a batched L1 edit is proposed
 

@@ -70,10 +70,11 @@ def on_device(st: Any) -> bool:
     return bool(get_backend(st.backend).gpu)
 
 
-def _device_served(st: Any, ex: Any, specs: list[sandbox.InputSpec], slots: int, guard: bool) -> sandbox.Served:
+def _device_served(st: Any, ex: Any, specs: list[sandbox.InputSpec], slots: int, guard: bool,
+                   threads: int | None = None) -> sandbox.Served:
     shapes = [(s.shape, s.dtype) for s in specs]
     cache = str(baselines.cache_root(st.job.get("cache_dir")))
-    threads = int(st.job.get("threads", 2))
+    threads = int(st.job.get("threads", 2)) if threads is None else threads
 
     def setup(buf, pool):
         d = A.device_sandbox_runner(ex, st.backend, buf, pool.starts, shapes, slots, cache)
@@ -95,11 +96,13 @@ def _hold(st: Any) -> int:
     return max(0, int(st.cfg.get("sandbox_hold", 0)))
 
 
-def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool, libs: list[str] = ()) -> sandbox.Served:
-    """`runner` None: the candidate's VM is made in the worker, after it loaded the L2 `libs`."""
+def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool, libs: list[str] = (),
+               threads: int | None = None) -> sandbox.Served:
+    """`runner` None: the candidate's VM is made in the worker, after it loaded the L2 `libs`.
+    `threads`: the worker's compute threads (default: the job's)."""
     shapes = [(s.shape, s.dtype) for s in specs]
     cache = str(baselines.cache_root(st.job.get("cache_dir")))
-    threads = int(st.job.get("threads", 2))
+    threads = int(st.job.get("threads", 2)) if threads is None else threads
     hold = _hold(st)
     ex, dev = st.built.executable, A.device_for(st.backend)
     return sandbox.Served(
@@ -150,8 +153,9 @@ def start(st: Any) -> None:
                                   "were forked, so they cannot use it (a CUDA call in the build or the import?); "
                                   "evaluator.sandbox=false runs the candidate in the evaluation process instead")
     st.workers = {}
-    cand_served = (served(st.built.executable) if device
-                   else _vm_served(st, st.runner, specs, guard, libs=st.built.l2_libs))
+    threads = _candidate_threads(st)
+    cand_served = (_device_served(st, st.built.executable, specs, pool.max_calls, guard, threads) if device
+                   else _vm_served(st, st.runner, specs, guard, libs=st.built.l2_libs, threads=threads))
 
     def deadline() -> sandbox.Deadline:
         return sandbox.Deadline(floor_s=float(cfg.get("sandbox_request_floor_s", 20.0)),
@@ -183,6 +187,17 @@ def start(st: Any) -> None:
     st.res.extra["sandbox_threads"] = st.workers["candidate"].threads
     if st.workers["candidate"].placed:
         st.res.extra["sandbox_placed"] = {r: w.placed for r, w in st.workers.items()}
+
+
+def _candidate_threads(st: Any) -> int:
+    """The candidate worker's threads: the job's, as the candidate's levels of phase "run" set them
+    (leka.ir.run_options; at most the job's). The baseline's worker keeps the job's own."""
+    from leka.ir import run_options
+
+    ro = run_options(st.cand, int(st.job.get("threads", 2)))
+    if ro.extra:
+        st.res.extra["run_options"] = {**ro.extra, "threads": ro.threads}
+    return ro.threads
 
 
 def close(st: Any) -> None:

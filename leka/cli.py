@@ -58,7 +58,6 @@ def run_cmd(
 ) -> None:
     """Optimise one task end to end: profile, route, propose edits at each level, evaluate, keep the tree."""
     from leka.core.config import load_config
-    from leka.core.levels import level_names
     from leka.run import parse_duration, run
 
     get_backend(backend)
@@ -67,7 +66,8 @@ def run_cmd(
     # typed values straight into the config (no `key=value` strings to quote and parse back); the
     # config's validators check them, and a `--set` still wins over them
     run_opts = {"budget_s": parse_duration(budget), "policy": policy, "routing": routing, "seed": seed, "out": out,
-                "layers": [x.strip() for x in layers.split(",") if x.strip()] if layers is not None else list(level_names())}
+                # None: every level of the table, the config's own included (levels.extra)
+                "layers": [x.strip() for x in layers.split(",") if x.strip()] if layers is not None else None}
     options: dict = {"backend": backend, "run": run_opts}
     if model:
         options["llm"] = {"model": model}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leka.core.config import LekaConfig
-from leka.core.levels import level_names
+from leka.core.levels import BUILTIN_LEVELS, LEVEL_SPECS, level_names
 from leka.core.types import Edit, UserError
 
 if TYPE_CHECKING:
@@ -112,6 +112,9 @@ def llm_views(root: ir.Root, task: Task) -> Callable[[Any, Any], dict[str, str]]
 
     def views(cand, actx) -> dict[str, str]:
         out = {"relax": V.relax_view(cand), "task_contract": task.path.read_text()[:6000]}
+        spec = LEVEL_SPECS.get(actx.level)  # (the router and the any-level agents are no level)
+        if spec is not None and spec.state and spec.name not in BUILTIN_LEVELS:
+            out["state"] = V.state_view(cand, actx.level)  # a registered level's own decisions
         try:
             rows = V.kernel_table(cand, root_params=root.params)
             out["summary"] = V.kernel_table_text(cand, root_params=root.params)

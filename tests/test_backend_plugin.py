@@ -211,6 +211,41 @@ def _names_in(node: ast.AST) -> bool:
     return False
 
 
+PROMPT_VARS = dict(task_id="t", views={"relax": "R", "tir": "T", "source": "S", "summary": "SUM", "reference": "REF",
+                                        "tir_note": "n"},
+                   task_contract="C", profile_text="P", lineage_text="", route_reason="", variants=3, vector_lanes=8,
+                   num_cores=2, tool_name="propose_edits", role="r", proposes=True, max_edits=3, kernel="k",
+                   blocks_table="", example="", source_ok=True, levels=["L0", "L1", "L2"])
+TEMPLATES = (("system.j2", "L2"), ("l0_relax.j2", "L0"), ("l1_tir.j2", "L1"), ("l2_source.j2", "L2"),
+             ("flat.j2", "flat"), ("oneshot.j2", "oneshot"), ("hw_sensing.j2", "router"))
+
+
+def test_its_prompts_name_its_language_and_contract_and_no_other_backend(metal):
+    """The templates take a backend's L2 languages, contract and compile options from its record only
+    (issue 48, part 3): Metal's prompts say "metal" and its contract, and never another backend's name
+    or language; llvm's say its own, not Metal's."""
+    import re
+
+    from leka.backends import all_backends
+    from leka.llm.prompting import edit_kinds_for, render
+
+    # (a one-letter language, C, is a word of any prose: its name is looked for as `"c"`)
+    others = {n for b in all_backends() if b.name != "metal" for n in (b.name, *b.l2_languages) if len(n) > 1}
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(others))) + r")(?![\w-])", re.I)
+    for tpl, level in TEMPLATES:
+        for small in (False, True):
+            text = render(tpl, level=level, backend="metal", small=small, **PROMPT_VARS)
+            assert not pattern.search(text) and '"c"' not in text, (tpl, small, pattern.search(text))
+    l2 = render("l2_source.j2", level="L2", backend="metal", small=False, **PROMPT_VARS)
+    assert 'Language on backend metal: "metal" (a whole Metal Shading Language kernel function).' in " ".join(l2.split())
+    assert metal.prompt_l2 in l2 and 'one of metal; "text"' in l2
+    assert '"language": "metal"' in render("l2_source.j2", level="L2", backend="metal", small=True, **PROMPT_VARS)
+    assert "compile_options" not in edit_kinds_for("metal")["L2"]  # its record lists no codegen options
+    assert "compile_options" in edit_kinds_for("llvm")["L2"]
+    llvm = render("l2_source.j2", level="L2", backend="llvm", small=False, **PROMPT_VARS)
+    assert '"cpp" (a C/C++ function' in llvm and "metal" not in llvm.lower()
+
+
 def backend_name_tests(path: Path) -> list[int]:
     """Lines that decide on a backend's name: a comparison or membership test with one, a dict keyed
     by one, a `case "cuda":`."""

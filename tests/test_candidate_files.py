@@ -103,3 +103,23 @@ def test_bench_eval_reports_an_illegal_folder_as_a_failed_candidate(start, tmp_p
     assert p.returncode == 1, p.stderr
     r = json.loads(out.read_text())
     assert r["compiled"] is False and r["error_kind"] == "compile" and f"l2/{KERNEL}.cpp" in r["error"]
+
+
+def test_the_record_keeps_one_state_per_level_and_reads_its_older_form(start, tmp_path):
+    """`Candidate.levels` holds L1's and L2's states (issue 48); a candidate.json of the older form,
+    one field per level (l1, l2, target_opts), loads as the same candidate with the same digest."""
+    task, root = start
+    c = apply_edit(root, Edit(level="L1", kind="trace", target=KERNEL, payload={"trace": TRACE}),
+                   workdir=tmp_path).candidate
+    c = apply_edit(c, Edit(level="L2", kind="compile_options", payload={"options": {"fast-math-contract": True}}),
+                   workdir=tmp_path).candidate
+    rec = json.loads(c.model_dump_json())
+    assert set(rec["levels"]) == {"L1", "L2"} and "l1" not in rec
+    assert rec["levels"]["L2"] == {"entries": {}, "options": {"fast-math-contract": True}}
+    older = {k: v for k, v in rec.items() if k != "levels"}
+    older.update(l1=rec["levels"]["L1"]["entries"], l2={}, target_opts={"fast-math-contract": True})
+    back = ir.Candidate.model_validate(older)
+    assert back == c and back.digest == c.digest
+    # the older fields written through model_copy land in the states; an empty state is left out
+    cleared = c.model_copy(update={"l1": {}, "target_opts": {}})
+    assert cleared.levels == {} and cleared.digest == root.digest

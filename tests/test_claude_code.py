@@ -99,7 +99,7 @@ def test_tool_loop_over_sse(tmp_path):
     assert [r["n"] for r in rows] == [1] and rows[0]["correct"] is True
     final = json.loads((run_dir / "final_eval.json").read_text())
     cand = json.loads((run_dir / "candidate.json").read_text())
-    assert [e["entry"] for e in cand["l2"].values()] == [f"leka_{KERNEL}"]
+    assert [e["entry"] for e in cand["levels"]["L2"]["entries"].values()] == [f"leka_{KERNEL}"]
     assert (run_dir / "judged.txt").read_text().strip() == "evals/001/candidate"
     assert final["correct"] is True and res.correct and res.compiled and res.best_eval == 1
     assert res.speedup == final["speedup"]  # the harness's number, not the agent's "1000x"

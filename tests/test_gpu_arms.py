@@ -87,7 +87,7 @@ def check_row(row: dict, run_dir: Path, good: str, msgs: list, backend: str, suf
     assert (run_dir / "judged.txt").read_text().strip() == "evals/002/candidate"
     cand = json.loads((run_dir / "candidate.json").read_text())
     assert cand["backend"] == backend
-    assert [(e["language"], e["entry"], e["text"]) for e in cand["l2"].values()] == [(backend, f"{KERNEL}_kernel", good)]
+    assert [(e["language"], e["entry"], e["text"]) for e in cand["levels"]["L2"]["entries"].values()] == [(backend, f"{KERNEL}_kernel", good)]
     final = json.loads((run_dir / "final_eval.json").read_text())
     assert final["backend"] == backend and final["correct"] is True
     assert row["status"] == "ok" and row["correct"] and row["compiled"] and row["evals"] == 2
@@ -147,7 +147,7 @@ def run_oneshot(backend: str, tmp_path: Path) -> tuple[dict, list]:
     assert res["backend"] == backend and res["compile_at_1"] and res["correct_at_1"], res
     assert res["calls"] == 1 and res["input_tokens"] > 0 and res["rejected"] == []
     cand = json.loads((Path(res["run_dir"]) / "candidate.json").read_text())
-    assert [(e["language"], e["text"]) for e in cand["l2"].values()] == [(backend, edits[0].payload["text"])]
+    assert [(e["language"], e["text"]) for e in cand["levels"]["L2"]["entries"].values()] == [(backend, edits[0].payload["text"])]
     ev = json.loads((Path(res["run_dir"]) / "eval.json").read_text())
     assert ev["backend"] == backend and ev["correct"] and ev["speedup"] == res["speedup"]
     return res, posts

@@ -250,8 +250,8 @@ def test_oneshot_whole_candidate_in_one_call(chain, cache, tmp_path):
     assert json.loads((d / "oneshot.json").read_text()) == res
     cand = json.loads((d / "candidate.json").read_text())
     assert cand["relax_text"] == chain["c1"].relax_text
-    assert [e["func"] for e in cand["l1"].values()] == [chain["L1"].target]
-    assert [e["kernel"] for e in cand["l2"].values()] == [chain["L2"].target]
+    assert [e["func"] for e in cand["levels"]["L1"]["entries"].values()] == [chain["L1"].target]
+    assert [e["kernel"] for e in cand["levels"]["L2"]["entries"].values()] == [chain["L2"].target]
     assert "Compile@1" in r.stdout and '"correct@1": true' in r.stdout
 
 

@@ -48,6 +48,11 @@ Fields (keep the interface small; add a field here, with a default, when a backe
   OpenCL plugin and ICD paths, the visible GPUs), handed to `./measure` by the Claude Code arm.
 - `contract_l1` / `contract_l2`: the backend's part of the Claude Code arm's contract (what its
   candidate files `l1/*` and `l2/*` mean, how an L2 file is built; `leka.arms.workspace`).
+- `prompt_l2`: the backend's part of the LLM agents' L2 contract (how an override in each of its
+  languages is wired in, its compile options; `prompts/_l2_contract.j2`); `option_sets`: the
+  `compile_options` edits a small model may choose from (`leka.llm.small`, `prompts/_small_schema.j2`).
+  An L2 language's `prompt` says in a phrase what a source in it is (`prompts/l2_source.j2`). The
+  prompts name a backend's languages and contract from these fields only.
 """
 
 from __future__ import annotations
@@ -83,6 +88,7 @@ class L2Language:
     guard: GuardProfile = field(default_factory=GuardProfile)
     # a candidate folder's file of PrimFunc NAME defines this symbol unless it declares another one
     default_entry: str = "leka_{name}"
+    prompt: str = ""  # what a source in this language is, in a phrase for the L2 agent's prompt
 
     def entry_for(self, primfunc: str) -> str:
         return self.default_entry.format(name=primfunc)
@@ -123,6 +129,10 @@ class Backend:
     # environment variables a process that runs candidates needs from its parent (a tool started with
     # a clean environment: the Claude Code arm's ./measure)
     runtime_env: tuple[str, ...] = ()
+    # the LLM agents' L2 contract (prompts/_l2_contract.j2): Markdown bullets, one per language or kind
+    prompt_l2: str = ""
+    # compile_options edits a small model's schema offers (each a subset of `compile_options`)
+    option_sets: tuple[dict[str, Any], ...] = ()
 
     @property
     def l2_languages(self) -> dict[str, str]:

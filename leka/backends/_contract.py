@@ -27,3 +27,9 @@ def gpu_l2(suffix: str, language: str, head: str, built: str) -> str:
   `views/sources/<primfunc>{suffix}` is the kernel TVM generates for the starting candidate: copy it
   to `candidate/l2/` and edit it. A PrimFunc lowered to several kernels names the one a file
   replaces on its first line: `// entry: <primfunc>_kernel_1`. {built}"""
+
+
+def gpu_prompt_l2(language: str) -> str:
+    """The L2 agent's contract of a spliced GPU kernel language (prompts/_l2_contract.j2)."""
+    return (f'- language "{language}": the complete text of the one kernel function named `<primfunc>_kernel`, '
+            "same\n  parameters as the generated one; it replaces that function in the generated source.")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from leka.backends import Backend, GuardProfile, L2Language
-from leka.backends._contract import GPU_L1, gpu_l2
+from leka.backends._contract import GPU_L1, gpu_l2, gpu_prompt_l2
 
 
 def target_spec(arch: str = "sm_90", target: dict[str, Any] | None = None, **_: Any) -> dict[str, Any]:
@@ -55,7 +55,7 @@ BACKEND = Backend(
     rule_agents={"L2": "agents.l2_cuda:RuleCudaL2Agent"}, peaks=PEAKS, default_arch="sm_90",
     roof_device="cuda", rank=1,
     runtime_env=("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH"),
-    contract_l1=GPU_L1,
+    contract_l1=GPU_L1, prompt_l2=gpu_prompt_l2("cuda"),
     contract_l2=gpu_l2(".cu", "CUDA C", 'extern "C" __global__ void', "It is compiled with the generated module "
                        "(nvcc or NVRTC, for this GPU's arch); warp intrinsics (`__shfl_down_sync`), "
                        "`__shared__` arrays and `__launch_bounds__` are available."),

@@ -30,6 +30,16 @@ CONTRACT_L2 = """- `candidate/l2/<primfunc>.cpp` (or `.c`, `.ll` for LLVM IR) - 
   `candidate/l2/compile_options.json` may set LLVM code-generator options for the whole module, e.g.
   `{"fast-math-contract": true}`."""
 
+PROMPT_L2 = """- language "cpp": the source defines
+  `extern "C" int32_t ENTRY(float* p0, float* p1, ..., float* pn)` - one pointer per buffer parameter of
+  the PrimFunc, in the PrimFunc's order (inputs, then outputs), with the matching C type for other dtypes
+  (int8_t, int32_t, ...). Shapes are static: bake them into the code. Return 0 on success. `entry` names
+  that symbol. It is compiled with `g++ -O3 -march=native -fopenmp -fPIC`, so AVX-512 / AVX2 intrinsics
+  (`#include <immintrin.h>`) and `#pragma omp parallel for` are available.
+- language "llvm": LLVM IR text defining the same C-ABI ENTRY function.
+- kind "compile_options": code-generator attributes for the whole module, e.g.
+  `{"options": {"fast-math-contract": true}}` (FMA contraction) or add `"fast-math-reassoc": true`."""
+
 CONTRACT_L1 = """Example (tile a matmul):
 
 ```json
@@ -45,11 +55,15 @@ CONTRACT_L1 = """Example (tile a matmul):
 BACKEND = Backend(
     name="llvm", target_spec=target_spec, device="cpu", remote_device="cpu", runs_on=("local", "rpc"),
     unavailable=lambda: None, domain="mobile", rank=0,
-    l2=(L2Language("cpp", "cc", compiler="c++", file_suffixes=(".cpp", ".cc")),
-        L2Language("c", "c", compiler="c", file_suffixes=(".c",)),
-        L2Language("llvm", "ll", compiler="llvm-ir", syntax="llvm-ir", file_suffixes=(".ll",))),
+    l2=(L2Language("cpp", "cc", compiler="c++", file_suffixes=(".cpp", ".cc"),
+                   prompt="a C/C++ function, `entry` = its exported symbol"),
+        L2Language("c", "c", compiler="c", file_suffixes=(".c",), prompt="a C function, `entry` = its exported symbol"),
+        L2Language("llvm", "ll", compiler="llvm-ir", syntax="llvm-ir", file_suffixes=(".ll",),
+                   prompt="edited LLVM IR")),
     compile_options=COMPILE_OPTIONS, kernel_cache=True, resources={"CPU": 1.0},
-    contract_l1=CONTRACT_L1, contract_l2=CONTRACT_L2,
+    contract_l1=CONTRACT_L1, contract_l2=CONTRACT_L2, prompt_l2=PROMPT_L2,
+    option_sets=({"fast-math-contract": True}, {"fast-math-contract": True, "fast-math-reassoc": True},
+                 {"fast-math": True}),
     # the production engines a user of this CPU would run instead (benchmark/engines.py)
     baselines={"untuned": "", "tuned": "", "torch": "cpu", "torch_compile": "cpu", "ort": "CPU", "mnn": "CPU"},
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from leka.backends import Backend, GuardProfile, L2Language
-from leka.backends._contract import GPU_L1, gpu_l2
+from leka.backends._contract import GPU_L1, gpu_l2, gpu_prompt_l2
 from leka.backends.paths import cache_home
 
 PLUGIN_NAME = "libtvm_opencl.so"
@@ -60,7 +60,7 @@ BACKEND = Backend(
     peaks={"opencl": ("mobile-gpu-mali-g610", 500.0, 50.0)}, default_arch="opencl", rank=2,
     runtime_env=("LEKA_OPENCL_PLUGIN", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "POCL_DEVICES",
                  "POCL_MAX_PTHREAD_COUNT", "LD_LIBRARY_PATH"),
-    contract_l1=GPU_L1,
+    contract_l1=GPU_L1, prompt_l2=gpu_prompt_l2("opencl"),
     contract_l2=gpu_l2(".cl", "OpenCL C", "__kernel void", "It is built by the OpenCL platform's compiler "
                        "(PoCL on a CPU, or the board's driver); `native_*` math builtins and "
                        "`__attribute__((reqd_work_group_size(x, y, z)))` are available."),

@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from leka.backends import get_backend
-from leka.core.levels import level_names, routing_modes
+from leka.core.levels import level_names, register_entry_points, register_refs, routing_modes
 from leka.core.types import UserError
 
 
@@ -169,7 +169,8 @@ class RunConfig(_Section):
     seed: int = 0
     policy: Literal["rules", "llm"] = "rules"
     routing: str = "profile"  # one of leka.core.levels.routing_modes(): profile | round_robin | random | fixed:LEVEL
-    layers: list[str] = Field(default_factory=lambda: list(level_names()))  # every level of the table
+    # every level of the table (None, as the command line passes without --layers: every level too)
+    layers: list[str] = Field(default_factory=lambda: list(level_names()))
     out: str = "runs"
     variants_per_call: int = 3
     # Level 3 (issue 19): with at least 4 unscheduled kernels, the rule L1 agent's first edit schedules
@@ -194,6 +195,11 @@ class RunConfig(_Section):
         if v <= 0:
             raise ValueError("budget must be more than zero")
         return v
+
+    @field_validator("layers", mode="before")
+    @classmethod
+    def _every_level(cls, v: Any) -> Any:
+        return list(level_names()) if v is None else v
 
     @field_validator("layers")
     @classmethod
@@ -287,8 +293,19 @@ class DeviceConfig(_Section):
     emulated: bool = False
 
 
+class LevelsConfig(_Section):
+    """Levels beyond the built-in three (leka.core.levels): each a `LevelSpec` by reference,
+    `"module:ATTR"` or `"path/to/file.py:ATTR"`, registered before the rest of the config is read (so
+    `run.layers`, `run.routing` and the presets know it); the run folder's config.yaml keeps the list,
+    so `--resume` registers them again. Installed packages' entry points of the group "leka.levels"
+    are registered too."""
+
+    extra: list[str] = Field(default_factory=list)
+
+
 class LekaConfig(_Section):
     backend: str = "llvm"  # a name of the backend table (leka.backends)
+    levels: LevelsConfig = Field(default_factory=LevelsConfig)
     device: DeviceConfig = Field(default_factory=DeviceConfig)
     evaluator: EvaluatorConfig = Field(default_factory=EvaluatorConfig)
     baseline: BaselineConfig = Field(default_factory=BaselineConfig)
@@ -341,7 +358,14 @@ def load_config(files: list[str | Path] = (), overrides: list[str] = (),
 
 
 def validate_config(data: Any, source: str = "config") -> LekaConfig:
-    """The config from plain data; a bad value becomes one UserError line naming its key."""
+    """The config from plain data; a bad value becomes one UserError line naming its key. The levels
+    it names (`levels.extra`) and those of installed entry points are registered first."""
+    try:
+        register_entry_points()
+        extra = (data.get("levels") or {}).get("extra") or [] if isinstance(data, dict) else []
+        register_refs([str(r) for r in extra] if isinstance(extra, list) else [])
+    except (ValueError, ImportError, AttributeError) as e:
+        raise UserError(f"{source}: levels.extra: {e}") from e
     try:
         return LekaConfig.model_validate(data)
     except ValidationError as e:

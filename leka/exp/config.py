@@ -8,6 +8,7 @@ config error); the level of a suite task is read from its id (`l1_...`) or its M
 from __future__ import annotations
 
 import glob as globmod
+import json
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -108,6 +109,9 @@ class ExpConfig(_S):
     baseline: BaselineSpec = Field(default_factory=BaselineSpec)
     metaschedule: MetaScheduleArmSpec = Field(default_factory=MetaScheduleArmSpec)
     run_set: list[str] = Field(default_factory=list)  # key=value overrides for every LEKA run (evaluator.*)
+    # levels beyond the built-in three (leka.core.config LevelsConfig): registered when the grid is read,
+    # so its presets know them (`<level>_off`), and handed to every run as `levels.extra`
+    levels: list[str] = Field(default_factory=list)
     resources: dict[str, dict[str, float]] = Field(default_factory=dict)  # backend -> Ray resources per job
     # backend -> evaluations at once per machine (benchmark/slots.py); a job then needs only a small Ray
     # share (resources) while it waits on an LLM, and its evaluations queue for a measuring slot. A backend
@@ -118,6 +122,18 @@ class ExpConfig(_S):
     # attempts a job gets when its worker dies (killed, OOM, its node lost); a driver stopped while the job
     # ran costs an attempt too. Chaos runs raise it: every kill there is the machine's fault, not the job's
     max_attempts: int = Field(2, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _levels(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("levels"):
+            from leka.core.levels import register_refs
+
+            refs = [str(r) for r in data["levels"]]
+            register_refs(refs)
+            sets = [s for s in data.get("run_set") or [] if not str(s).startswith("levels.extra=")]
+            data = {**data, "run_set": [f"levels.extra={json.dumps(refs)}", *sets]}
+        return data
 
     @field_validator("backends")
     @classmethod

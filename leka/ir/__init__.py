@@ -1,9 +1,11 @@
-"""The IR model: a candidate as three layers of decisions, its edits and the views agents read.
+"""The IR model: a candidate as the graph and one state per level, its edits and the views agents read.
 
 | module | what |
 | --- | --- |
-| `candidate` | `Candidate` (L0 text, L1 and L2 entries), import, lowering by layer, `build_candidate`, `export` |
-| `edits` | `apply_edit(candidate, edit) -> EditOutcome`: the handlers of every edit kind, carry-forward |
+| `candidate` | `Candidate` (L0 text, `levels`: each level's state), import, lowering by layer, `build_candidate`, `run_options`, `export` |
+| `levels/` | each built-in level's code: `l0` (graph edits), `l1` (schedules), `l2` (target sources): state, stage, handlers, files, carry-forward |
+| `edits` | `apply_edit(candidate, edit) -> EditOutcome`: applies the levels' handlers, carry-forward |
+| `files` | a candidate as a folder of files, one part per level |
 | `sched` | the L1 trace DSL (`apply_trace`) |
 | `l2` | L2 sources: compile and cache, kernel splicing |
 | `views` | bounded text views for agents; `classify` is the one kernel classifier |
@@ -13,20 +15,19 @@
 """
 
 from leka.ir.candidate import (
+    Building,
     Built,
     Candidate,
-    L1Entry,
-    L2Entry,
     Layers,
+    Lowering,
     Root,
+    RunOptions,
     build_candidate,
     candidate_from_file,
     candidate_params,
     check_same_signature,
-    compile_l2_source,
     export,
     import_root,
-    l1_function,
     load_l2,
     load_params,
     lower_layers,
@@ -35,12 +36,15 @@ from leka.ir.candidate import (
     relax_ir,
     relax_module,
     root_candidate,
+    run_options,
     save_params,
     unscheduled_module,
 )
 from leka.ir.l2 import IllegalObject
+from leka.ir.levels.l1 import L1Entry, l1_function  # noqa: E402 - the level modules import the candidate
+from leka.ir.levels.l2 import L2Entry, compile_l2_source  # noqa: E402
 
-__all__ = ["Built", "Candidate", "IllegalObject", "L1Entry", "L2Entry", "Layers", "Root", "build_candidate", "load_l2",
+__all__ = ["Building", "Built", "Candidate", "Lowering", "RunOptions", "run_options", "IllegalObject", "L1Entry", "L2Entry", "Layers", "Root", "build_candidate", "load_l2",
            "candidate_from_file", "candidate_params", "check_same_signature", "compile_l2_source", "export",
            "import_root", "l1_function", "load_params", "lower_layers", "lowered_module", "params_digest",
            "relax_ir", "relax_module", "root_candidate", "save_params", "unscheduled_module"]

@@ -1,11 +1,15 @@
-"""A candidate as three layers of decisions (docs/DESIGN.md, "A candidate is three layers of decisions").
+"""A candidate: the graph and one mapping of per-level decisions (docs/DESIGN.md, "A candidate is the
+graph and one state per level").
 
 - L0: the Relax module as lifted-params TVMScript (constants are trailing parameters c0, c1, ...;
   their values live in an .npz, or come from the task's own model for the root). Where the printed
   text does not parse back to the very same module, TVM's JSON serialisation of it is kept beside the
   text (`relax_json`) and is what gets built; the text stays the agents' view.
-- L1: {structural hash of an unscheduled PrimFunc -> schedule trace (leka.sched) or TIR text}.
-- L2: {structural hash of a scheduled PrimFunc -> target-source override}.
+- `levels`: {level name -> that level's state}, each of the model its `LevelSpec.state` names
+  (leka/ir/levels/: L1's {structural hash of an unscheduled PrimFunc -> schedule trace or TIR text},
+  L2's {structural hash of a scheduled PrimFunc -> target-source override} and codegen options); a
+  level that decided nothing has no entry. `c.l1`, `c.l2`, `c.target_opts` read L1's and L2's, and
+  `model_copy(update={"l1": ...})` writes them (the record's older form, with those keys, still loads).
 
 A Candidate is a frozen, content-hashed record; building it is `build_candidate`.
 """
@@ -21,38 +25,53 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from leka import tvm_adapter as A
-from leka.backends import get_backend, l2_language, l2_languages
-from leka.core.levels import LEVEL_SPECS, behaviour
+from leka.backends import get_backend
+from leka.core.levels import LEVEL_SPECS, behaviour, get_level
 from leka.core.task import Task
 from leka.core.task import load_task_file as resolve
-from leka.ir import sched
+
+# the record's older form, one field per level: key -> (level, field of that level's state)
+LEGACY_FIELDS = {"l1": ("L1", "entries"), "l2": ("L2", "entries"), "target_opts": ("L2", "options")}
 
 
-class L1Entry(BaseModel):
-    model_config = ConfigDict(frozen=True)
+def state_model(level: str) -> type[BaseModel]:
+    """The pydantic model of a level's state (`LevelSpec.state`)."""
+    spec = get_level(level)
+    if not spec.state:
+        raise ValueError(f"level {level} keeps no state of its own on a candidate")
+    return behaviour(spec, "state")
 
-    func: str  # PrimFunc name when the entry was made (names can change; the key is the hash)
-    trace: list[dict[str, Any]] | None = None
-    tir_text: str | None = None
+
+def _states(levels: dict[str, Any]) -> dict[str, BaseModel]:
+    """Each level's state as its model, in table order; a default (nothing decided) state is left out,
+    so one decision set has one record."""
+    out: dict[str, BaseModel] = {}
+    unknown = [k for k in levels if k not in LEVEL_SPECS]
+    if unknown:
+        raise ValueError(f"state of unknown level(s) {unknown}; levels: {', '.join(LEVEL_SPECS)}")
+    for name in LEVEL_SPECS:
+        if name in levels:
+            model = state_model(name)
+            v = levels[name]
+            st = v if isinstance(v, model) else model.model_validate(v)
+            if st != model():
+                out[name] = st
+    return out
 
 
-class L2Entry(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    kernel: str
-    language: str  # an L2 language of some backend (leka.backends)
-    text: str
-    entry: str | None = None  # exported symbol, where the language needs one
-
-    @field_validator("language")
-    @classmethod
-    def _known_language(cls, v: str) -> str:
-        if v not in l2_languages():
-            raise ValueError(f"unknown L2 language {v!r}; use one of {list(l2_languages())}")
-        return v
+def _with_legacy(levels: dict[str, Any], legacy: dict[str, Any]) -> dict[str, Any]:
+    """`levels` with the older form's fields (l1, l2, target_opts) written into their levels' states."""
+    out = dict(levels)
+    for key, value in legacy.items():
+        level, fld = LEGACY_FIELDS[key]
+        cur = out.get(level)
+        model = state_model(level)
+        cur = cur if isinstance(cur, model) else model.model_validate(cur or {})
+        out[level] = cur.model_copy(update={fld: model.model_validate({fld: value}).__dict__[fld]})
+    return out
 
 
 class Candidate(BaseModel):
@@ -66,25 +85,76 @@ class Candidate(BaseModel):
     # (A.relax_persisted); an L0 text edit makes the text the record again (None)
     relax_json: str | None = None
     params_file: str | None = None  # None: the task model's own (lifted) constants
-    l1: dict[str, L1Entry] = Field(default_factory=dict)
-    l2: dict[str, L2Entry] = Field(default_factory=dict)
+    levels: dict[str, Any] = Field(default_factory=dict)  # level -> its state (LevelSpec.state), table order
     invalidated: list[str] = Field(default_factory=list)  # keys dropped by the last L0 edit
-    # L2 compile-option edits (e.g. LLVM fast-math contraction): target attributes for the whole build
-    target_opts: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_form(cls, data: Any) -> Any:
+        if isinstance(data, dict) and LEGACY_FIELDS.keys() & data.keys():
+            data = dict(data)
+            legacy = {k: data.pop(k) for k in list(data) if k in LEGACY_FIELDS}
+            data["levels"] = _with_legacy(dict(data.get("levels") or {}), legacy)
+        return data
+
+    @field_validator("levels")
+    @classmethod
+    def _level_states(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return _states(v)
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Candidate:
+        """As pydantic's, with `levels` kept in its one form, and the older fields (l1, l2, target_opts)
+        written into their levels' states."""
+        if update and (update.keys() & ({"levels"} | LEGACY_FIELDS.keys())):
+            update = dict(update)
+            legacy = {k: update.pop(k) for k in list(update) if k in LEGACY_FIELDS}
+            update["levels"] = _states(_with_legacy(dict(update.get("levels", self.levels)), legacy))
+        return super().model_copy(update=update, deep=deep)
+
+    def state(self, level: str) -> Any:
+        """The level's state (its model's default where it decided nothing)."""
+        st = self.levels.get(level)
+        return st if st is not None else state_model(level)()
+
+    def with_state(self, level: str, state: Any) -> Candidate:
+        return self.model_copy(update={"levels": {**self.levels, level: state}})
+
+    @property
+    def l1(self) -> dict[str, Any]:
+        """L1's entries: {structural hash of an unscheduled PrimFunc -> L1Entry}."""
+        return self.state("L1").entries
+
+    @property
+    def l2(self) -> dict[str, Any]:
+        """L2's source overrides: {structural hash of a scheduled PrimFunc -> L2Entry}."""
+        return self.state("L2").entries
+
+    @property
+    def target_opts(self) -> dict[str, Any]:
+        """L2's compile-option edits (e.g. LLVM fast-math contraction): target attributes for the build."""
+        return self.state("L2").options
 
     @property
     def digest(self) -> str:
-        """Content hash of the decisions (not of where params live, only of their bytes)."""
+        """Content hash of the decisions (not of where params live, only of their bytes). Each level's
+        state adds its parts (`digest_parts` of its model, else its JSON where it decided something),
+        so a candidate of L0-L2 decisions keeps the digest it had before levels were a table."""
         h = hashlib.sha256()
         h.update(self.backend.encode())
         h.update(self.relax_text.encode())
         if self.relax_json:  # only when set, so text-exact candidates keep their digests
             h.update(hashlib.sha256(self.relax_json.encode()).digest())
         h.update((params_digest(self.params_file) if self.params_file else "root").encode())
-        h.update(json.dumps({k: v.model_dump() for k, v in sorted(self.l1.items())}, sort_keys=True).encode())
-        h.update(json.dumps({k: v.model_dump() for k, v in sorted(self.l2.items())}, sort_keys=True).encode())
-        if self.target_opts:  # only when set, so candidates without options keep their digests
-            h.update(json.dumps(self.target_opts, sort_keys=True).encode())
+        for name, spec in LEVEL_SPECS.items():
+            if not spec.state:
+                continue
+            st = self.state(name)
+            parts = getattr(st, "digest_parts", None)
+            if parts is not None:
+                for part in parts():
+                    h.update(part)
+            elif name in self.levels:
+                h.update(f"{name}:".encode() + json.dumps(st.model_dump(mode="json"), sort_keys=True).encode())
         return h.hexdigest()[:20]
 
     def load_task(self) -> Task:
@@ -198,7 +268,8 @@ class Built:
 def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None,
                     l2_dir: str | Path | None = None, for_rpc: bool = False,
                     kernel_cache: str | None = None, check_objects: bool = True) -> Built:
-    """L0 text -> bind -> lower -> L1 schedules (-> DLight on GPUs) -> L2 overrides -> compile.
+    """L0 text -> bind -> lower (each level's "lower" stage: L1 schedules, then DLight on GPUs) -> each
+    level's "build" stage (L2 overrides) -> compile.
     Raises on failure; the evaluator turns that into an EvalResult. `for_rpc` makes a main that
     returns a 1-tuple return the tensor (RPC cannot index a remote tuple). `kernel_cache` (a folder;
     llvm, no L2 objects): kernels compiled before are loaded from it, new ones built into it
@@ -212,27 +283,30 @@ def build_candidate(c: Candidate, target, root_params: dict[str, np.ndarray] | N
     mod = layers.scheduled
     if for_rpc:
         mod = A.unwrap_single_output(mod)
-    backend = target.kind.name
-    mod, objects, post, applied_l2, libs = _apply_l2(mod, layers, c, backend, l2_dir, check_objects)
-    if post:
+    bw = Building(c, target.kind.name, layers, mod, l2_dir, check_objects)
+    for spec in LEVEL_SPECS.values():
+        if spec.stage and spec.phase == "build":
+            behaviour(spec, "stage")(bw)
+    mod, backend = bw.mod, bw.backend
+    if bw.post:
         from leka.ir import l2 as L2
 
-        with A.source_postproc(backend, post):
+        with A.source_postproc(backend, bw.post):
             ex = A.build(mod, target)
-        missing = [k for k, n in post.hits.items() if n == 0]
+        missing = [k for k, n in bw.post.hits.items() if n == 0]
         if missing:
             raise L2.L2Error(f"L2 kernel(s) {missing} not defined in the generated {backend} source")
-    elif kernel_cache and get_backend(backend).kernel_cache and not objects and not for_rpc:
+    elif kernel_cache and get_backend(backend).kernel_cache and not bw.objects and not for_rpc:
         try:
             ex, hit, new, libs = A.build_with_kernel_cache(mod, target, kernel_cache)
-            return Built(executable=ex, lowered=mod, applied_l1=layers.applied_l1, applied_l2=applied_l2,
+            return Built(executable=ex, lowered=mod, applied_l1=layers.applied_l1, applied_l2=bw.applied_l2,
                          kernel_libs=libs, kernels={"cached": hit, "built": new})
         except Exception:  # noqa: BLE001 - whatever the cache cannot take, tvm.compile builds (and reports)
             ex = A.build(mod, target)
     else:
         ex = A.build(mod, target)
-    return Built(executable=ex, lowered=mod, applied_l1=layers.applied_l1, applied_l2=applied_l2,
-                 extra_modules=objects, l2_libs=libs)
+    return Built(executable=ex, lowered=mod, applied_l1=layers.applied_l1, applied_l2=bw.applied_l2,
+                 extra_modules=bw.objects, l2_libs=bw.libs)
 
 
 def load_l2(built: Built) -> Built:
@@ -256,7 +330,27 @@ def check_target_options(c: Candidate) -> None:
                          f"allowed: {sorted(allowed)}")
 
 
-# ============================================================================ layers: lowering, carry-forward
+@dataclass
+class RunOptions:
+    """How the candidate's program runs, as the levels of phase "run" set it (`run_options`): the
+    sandboxed worker honours it (benchmark/isolated.py); the baseline's runs take the job's own."""
+
+    threads: int  # compute threads of the worker: TVM's pool and OpenMP's (at most the job's)
+    extra: dict[str, Any] = field(default_factory=dict)  # what a level records of its options
+
+
+def run_options(c: Candidate, threads: int) -> RunOptions:
+    """The options of `c`'s runs on a job of `threads` threads: each "run" level's stage in table order;
+    the threads stay between 1 and the job's (a level may ask for fewer, never for more)."""
+    ro = RunOptions(threads=int(threads))
+    for spec in LEVEL_SPECS.values():
+        if spec.stage and spec.phase == "run":
+            behaviour(spec, "stage")(c, ro)
+    ro.threads = max(1, min(int(threads), int(ro.threads)))
+    return ro
+
+
+# ============================================================================ layers: lowering
 @dataclass
 class Layers:
     """One candidate lowered for one target, every layer's keys at hand."""
@@ -305,15 +399,6 @@ def unscheduled_module(c: Candidate, target, root_params: dict[str, np.ndarray] 
     return _zero_lowered(c, target, root_params)
 
 
-def l1_function(entry: L1Entry, func):
-    """The scheduled PrimFunc an L1 entry makes of the unscheduled `func`."""
-    if entry.tir_text:
-        new = A.parse_tir(entry.tir_text)
-        check_same_signature(func, new)
-        return new
-    return sched.apply_trace(func, entry.trace or [])
-
-
 def check_same_signature(old, new) -> None:
     a, b = A.buffer_signature(old), A.buffer_signature(new)
     if [(s, d) for _, s, d in a] != [(s, d) for _, s, d in b]:
@@ -323,8 +408,8 @@ def check_same_signature(old, new) -> None:
 
 @dataclass
 class Lowering:
-    """What the levels' lowering stages (LevelSpec.stage) share: each one reads the candidate and
-    replaces `mod`, the module so far."""
+    """What the levels' lowering stages (LevelSpec.stage, phase "lower") share: each one reads the
+    candidate and replaces `mod`, the module so far."""
 
     candidate: Candidate
     target: Any
@@ -334,29 +419,31 @@ class Lowering:
     applied_l1: list[str] = field(default_factory=list)
 
 
-def l1_stage(lw: Lowering) -> None:
-    """L1's stage: its entries (marked scheduled on GPUs, which DLight skips), then DLight for the rest."""
-    gpu = A.is_gpu(lw.target)
-    for name, key in lw.l1_keys.items():
-        entry = lw.candidate.l1.get(key)
-        if entry is None:
-            continue
-        new = l1_function(entry, lw.unscheduled[name])
-        if gpu:
-            new = A.mark_scheduled(new)
-        lw.mod = A.replace_prim_func(lw.mod, name, new)
-        lw.applied_l1.append(key)
-    if gpu:
-        lw.mod = A.gpu_default_schedule(lw.mod, lw.target)
+@dataclass
+class Building:
+    """What the levels' build stages (LevelSpec.stage, phase "build") share, after the lowering: each
+    may replace `mod`, add objects to link and libraries to load, or a postproc on the generated
+    source (`post`, with `post.hits`: kernel -> definitions spliced)."""
+
+    candidate: Candidate
+    backend: str  # the target's kind
+    layers: Layers
+    mod: Any
+    l2_dir: str | Path | None = None
+    check_objects: bool = True
+    objects: list[str] = field(default_factory=list)
+    libs: list[str] = field(default_factory=list)
+    applied_l2: list[str] = field(default_factory=list)
+    post: Any = None
 
 
 def lower_layers(c: Candidate, target, root_params: dict[str, np.ndarray] | None = None) -> Layers:
-    """The zero pipeline, then each level's stage in the table's order (L1: its entries, DLight for the
-    rest on GPUs; L2 is applied at build, `build_candidate`)."""
+    """The zero pipeline, then each "lower" level's stage in the table's order (L1: its entries, DLight
+    for the rest on GPUs; L2 is applied at build, `build_candidate`)."""
     base = _zero_lowered(c, target, root_params)
     lw = Lowering(c, target, base, base, {name: A.structural_hash(f) for name, f in A.prim_funcs(base).items()})
     for spec in LEVEL_SPECS.values():
-        if spec.stage:
+        if spec.stage and spec.phase == "lower":
             behaviour(spec, "stage")(lw)
     l2_keys = {name: A.structural_hash(f) for name, f in A.prim_funcs(lw.mod).items()}
     return Layers(unscheduled=base, scheduled=lw.mod, l1_keys=lw.l1_keys, l2_keys=l2_keys, applied_l1=lw.applied_l1)
@@ -368,70 +455,6 @@ def lowered_module(c: Candidate, target, root_params: dict[str, np.ndarray] | No
     (also in `lower_layers(...).l2_keys`)."""
     layers = lower_layers(c, target, root_params)
     return layers.scheduled, layers.l1_keys
-
-
-def _apply_l2(mod, layers: Layers, c: Candidate, backend: str, l2_dir, check_objects: bool = True):
-    """CPU: PrimFunc body -> call_extern(ENTRY), the C++ compiled and loaded. GPU: a postproc that
-    splices the kernel texts into the generated source."""
-    from leka.ir import l2 as L2
-
-    objects: list[str] = []
-    libs: list[str] = []
-    applied: list[str] = []
-    splices: list[tuple[str, str, str]] = []  # (kernel name now, text, language)
-    for name, key in layers.l2_keys.items():
-        entry = c.l2.get(key)
-        if entry is None:
-            continue
-        if entry.language in get_backend(c.backend).l2_linked:
-            if backend != c.backend:
-                raise L2.L2Error(f"L2 entry for {name} is {entry.language} but the target is {backend}")
-            comp = compile_l2_source(entry.language, entry.text, l2_dir, check=check_objects)
-            # the entry, sealed under a name of its own: the judge's baseline, built on another thread
-            # of the process this library is loaded into, can never resolve a symbol to it
-            sealed = L2.check_symbol(comp, entry.entry or name)
-            mod = A.replace_prim_func(mod, name, A.extern_prim_func(mod[name], sealed.symbol))
-            objects.append(str(sealed.obj))
-            libs.append(str(sealed.so))
-        else:
-            if entry.language != backend:
-                raise L2.L2Error(f"L2 entry for {name} is {entry.language} but the target is {backend}")
-            old_kernel = entry.entry or f"{entry.kernel}_kernel"
-            new_kernel = old_kernel.replace(entry.kernel, name, 1) if entry.kernel != name else old_kernel
-            text = entry.text if new_kernel == old_kernel else re.sub(
-                r"\b" + re.escape(old_kernel) + r"\b", new_kernel, entry.text)
-            splices.append((new_kernel, text, entry.language))
-        applied.append(key)
-    post = None
-    if splices:
-        if get_backend(backend).source_hook is None:
-            raise L2.L2Error(f"backend {backend} has no hook on its generated source (Backend.source_hook): "
-                             f"the L2 kernel texts of {[k for k, _, _ in splices]} cannot be spliced in")
-        hits = {k: 0 for k, _, _ in splices}
-
-        def post(src: str) -> str:
-            # OpenCL may hand over one source per kernel: splice where the definition is
-            for kname, text, lang in splices:
-                src, n = L2.splice_kernel(src, kname, text, lang)
-                hits[kname] += n
-            return src
-
-        post.hits = hits  # type: ignore[attr-defined]
-    return mod, objects, post, applied, libs
-
-
-def compile_l2_source(language: str, text: str, l2_dir=None, check: bool = True):
-    """Compile one L2 C / C++ / LLVM IR source; with `check`, its object is checked before anything
-    loads it (raises `L2.IllegalObject`)."""
-    from leka.ir import l2 as L2
-
-    compiler = l2_language(language).compiler
-    if compiler == "llvm-ir":
-        return L2.compile_llvm_ir(text, l2_dir, A.llvm_ir_to_object, check=check)
-    if compiler not in ("c", "c++"):
-        raise L2.L2Error(f"L2 language {language!r} is not compiled to an object (it is spliced into the "
-                         "generated source)")
-    return L2.compile_cpp(text, l2_dir, language="c" if compiler == "c" else "cpp", check=check)
 
 
 def export(built: Built, path: str | Path, cross_compiler: str = "") -> str:

@@ -17,14 +17,16 @@ decision, keyed by PrimFunc *name* instead of hash:
                               TVM's; on a GPU an L1 file is a trace that binds threads
     l2/compile_options.json   L2: LLVM code-generator options, e.g. {"fast-math-contract": true}
 
-The suffixes and default symbols are each L2 language's (`L2Language.file_suffixes`, `entry_for`,
-leka/backends). `candidate_files` owns this layout: `write_candidate` writes it, and a tree node stores
-it as a record (leka.loop.nodes: with `candidate.json`, without params.npz), so RUN_DIR/nodes/N is a
-candidate folder.
+Each level's files are its own (`LevelSpec.files`: leka/ir/levels/l1.py, l2.py; a registered level
+adds its own, e.g. tests/data/l3_level.py's `l3/runtime.json`); this module writes relax.py, the
+params and relax.json, and asks each level for the rest. The suffixes and default symbols are each L2
+language's (`L2Language.file_suffixes`, `entry_for`, leka/backends). `candidate_files` owns this
+layout: `write_candidate` writes it, and a tree node stores it as a record (leka.loop.nodes: with
+`candidate.json`, without params.npz), so RUN_DIR/nodes/N is a candidate folder.
 
 PrimFunc names are those of `ir.lowered_module(candidate_with_this_relax, target)` (`views/kernels.txt`
-of a workspace lists them; a node's record names entries by their recorded names). Reading applies the files as edits (`leka.ir.edits.apply_edit`), L1 first,
-in name order, then L2, so every legality check of the loop applies; an illegal file raises
+of a workspace lists them; a node's record names entries by their recorded names). Reading applies the files as edits (`leka.ir.edits.apply_edit`), level by
+level in table order (L1 first, in name order, then L2), so every legality check of the loop applies; an illegal file raises
 `CandidateFilesError` naming the file and the edit's error.
 """
 
@@ -32,83 +34,47 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from leka import ir
 from leka import tvm_adapter as A
-from leka.backends import all_backends, get_backend, l2_language
+from leka.backends import get_backend
+from leka.core.levels import LEVEL_SPECS, behaviour
 from leka.core.task import Task
 from leka.core.types import Edit
 from leka.ir import Candidate
 from leka.ir.edits import apply_edit
+from leka.ir.levels import CandidateFilesError
+from leka.ir.levels.l2 import default_entry, l2_suffixes
+
+__all__ = ["CandidateFilesError", "candidate_files", "default_entry", "l2_suffixes", "load_candidate",
+           "read_candidate", "write_candidate", "write_views"]
 
 
-def l2_suffixes() -> dict[str, str]:
-    """File suffix -> L2 language of the file form (each language's `file_suffixes`, leka/backends)."""
-    return {suffix: lang.name for b in all_backends() for lang in b.l2 for suffix in lang.file_suffixes}
+def _level_files() -> dict[str, object]:
+    """Level -> its files object (`LevelSpec.files`), in table order."""
+    return {name: behaviour(spec, "files") for name, spec in LEVEL_SPECS.items() if spec.files}
 
 
-_ENTRY_RE = re.compile(r"^\s*(?://|;|#)\s*entry:\s*([A-Za-z_]\w*)", re.M)
-
-
-class CandidateFilesError(ValueError):
-    """A candidate folder that cannot become a Candidate: the message names the file."""
-
-
-def default_entry(primfunc: str, language: str = "cpp") -> str:
-    """The symbol a file of that PrimFunc defines when it declares none (the language's rule)."""
-    return l2_language(language).entry_for(primfunc)
-
-
-def candidate_files(c: Candidate, l1_names: Mapping[str, str] | None = None,
-                    l2_names: Mapping[str, str] | None = None, *, record: bool = False) -> dict[str, str | bytes]:
+def candidate_files(c: Candidate, names: Mapping[str, Mapping[str, str]] | None = None, *,
+                    record: bool = False) -> dict[str, str | bytes]:
     """The one on-disk layout of a candidate (the module docstring), as {relative path: contents}.
 
-    `l1_names` / `l2_names`: {entry key -> PrimFunc name} of the candidate's lowering (an entry whose
-    key is not there does not apply and is left out); None: each entry's recorded name. `record`: the
-    form a tree node stores (leka.loop.nodes): `candidate.json` (the whole record) beside the files,
-    the texts of L2 languages without a file form (none of the built-in backends'), no params.npz (the
-    record names the content-addressed file)."""
+    `names`: level -> {entry key -> PrimFunc name} of the candidate's lowering (an entry whose key is
+    not there does not apply and is left out); None: each entry's recorded name. `record`: the form a
+    tree node stores (leka.loop.nodes): `candidate.json` (the whole record) beside the files, the texts
+    of L2 languages without a file form (none of the built-in backends'), no params.npz (the record
+    names the content-addressed file)."""
     files: dict[str, str | bytes] = {"candidate.json": c.model_dump_json()} if record else {}
     files["relax.py"] = c.relax_text
     if c.relax_json:
         files["relax.json"] = json.dumps({"relax_py_sha256": _sha(c.relax_text), "module": c.relax_json})
     if c.params_file and not record:
         files["params.npz"] = Path(c.params_file).read_bytes()
-    for key, e in c.l1.items():
-        name = e.func if l1_names is None else l1_names.get(key)
-        if name is not None:
-            path = _free(files, f"l1/{name}", ".tir.py" if e.tir_text else ".json", key)
-            files[path] = e.tir_text if e.tir_text else json.dumps(e.trace or [], indent=1)
-    for key, e in c.l2.items():
-        name = e.kernel if l2_names is None else l2_names.get(key)
-        if name is not None and (text := _l2_file(name, e, record)) is not None:
-            lang = l2_language(e.language)
-            files[_free(files, f"l2/{name}", lang.file_suffixes[0] if lang.file_suffixes else f".{lang.extension}",
-                        key)] = text
-    if c.target_opts:
-        files["l2/compile_options.json"] = json.dumps(c.target_opts, indent=1)
+    for level, lf in _level_files().items():
+        lf.write(c, None if names is None else names.get(level, {}), files, record)
     return files
-
-
-def _free(files: dict[str, str | bytes], stem: str, suffix: str, key: str) -> str:
-    """`stem + suffix`, or with the entry's key in it when another entry of the same name has it (a
-    record's entries by their recorded names: an entry the lowering no longer has may share one)."""
-    return stem + suffix if stem + suffix not in files else f"{stem}.{key[:8]}{suffix}"
-
-
-def _l2_file(name: str, e, record: bool) -> str | None:
-    """An L2 entry's file text: its source with the entry comment where its symbol is not the default."""
-    lang = l2_language(e.language)
-    if not lang.file_suffixes:
-        return e.text if record else None  # a language that cannot be read back from a folder
-    mark = ";" if lang.syntax == "llvm-ir" else "//"
-    declared = _ENTRY_RE.search("\n".join(e.text.splitlines()[:5]))
-    default = default_entry(name, e.language)
-    named = (declared.group(1) if declared else default) == (e.entry or default)
-    return e.text if named else f"{mark} entry: {e.entry}\n" + e.text  # the text changes only when it must
 
 
 def write_candidate(c: Candidate, folder: str | Path, root_params=None) -> Path:
@@ -116,14 +82,13 @@ def write_candidate(c: Candidate, folder: str | Path, root_params=None) -> Path:
     d = Path(folder)
     (d / "l1").mkdir(parents=True, exist_ok=True)
     (d / "l2").mkdir(parents=True, exist_ok=True)
-    l1_names: dict[str, str] = {}
-    l2_names: dict[str, str] = {}
-    if c.l1 or c.l2:
+    names: dict[str, Mapping[str, str]] = {}
+    if any(c.levels.get(lv) is not None for lv in _level_files()):
         layers = ir.lower_layers(c, A.make_target(c.backend), root_params)
-        l1_names = {key: name for name, key in layers.l1_keys.items()}
-        l2_names = {key: name for name, key in layers.l2_keys.items()}
-    for rel, data in candidate_files(c, l1_names, l2_names).items():
+        names = {lv: lf.names(layers) for lv, lf in _level_files().items() if hasattr(lf, "names")}
+    for rel, data in candidate_files(c, names).items():
         p = d / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data) if isinstance(data, bytes) else p.write_text(data)
     return d
 
@@ -180,38 +145,8 @@ def write_views(c: Candidate, folder: str | Path, root_params=None) -> Path:
 
 
 def _edits(folder: Path) -> list[tuple[str, Edit]]:
-    out: list[tuple[str, Edit]] = []
-    suffixes = l2_suffixes()
-    for p in sorted((folder / "l1").glob("*")) if (folder / "l1").is_dir() else []:
-        if p.name.endswith(".tir.py"):
-            out.append((f"l1/{p.name}", Edit(level="L1", kind="tir_text", target=p.name[:-7],
-                                              payload={"text": p.read_text()})))
-        elif p.suffix == ".json":
-            try:
-                trace = json.loads(p.read_text())
-            except json.JSONDecodeError as e:
-                raise CandidateFilesError(f"l1/{p.name}: not JSON ({e})") from e
-            out.append((f"l1/{p.name}", Edit(level="L1", kind="trace", target=p.stem,
-                                              payload={"trace": trace, "append": False})))
-        elif p.is_file():
-            raise CandidateFilesError(f"l1/{p.name}: expected <primfunc>.json (trace) or <primfunc>.tir.py")
-    for p in sorted((folder / "l2").glob("*")) if (folder / "l2").is_dir() else []:
-        if p.name == "compile_options.json":
-            try:
-                opts = json.loads(p.read_text())
-            except json.JSONDecodeError as e:
-                raise CandidateFilesError(f"l2/{p.name}: not JSON ({e})") from e
-            out.append((f"l2/{p.name}", Edit(level="L2", kind="compile_options", payload={"options": opts})))
-        elif p.suffix in suffixes:
-            text = p.read_text()
-            m = _ENTRY_RE.search("\n".join(text.splitlines()[:5]))
-            out.append((f"l2/{p.name}", Edit(level="L2", kind="source", target=p.stem, payload={
-                "language": suffixes[p.suffix], "text": text,
-                "entry": m.group(1) if m else default_entry(p.stem, suffixes[p.suffix])})))
-        elif p.is_file():
-            raise CandidateFilesError(f"l2/{p.name}: expected <primfunc>{'|'.join(sorted(suffixes))} or "
-                                      "compile_options.json")
-    return out
+    """Each level's files as its edits, level by level in table order."""
+    return [pair for lf in _level_files().values() for pair in lf.edits(folder)]
 
 
 def read_candidate(task: Task, folder: str | Path, backend: str = "llvm", *, workdir: str | Path,

@@ -22,6 +22,16 @@ def relax_view(c: Candidate, max_chars: int = 12000) -> str:
     return elide(c.relax_text, max_chars)
 
 
+def state_view(c: Candidate, level: str, max_chars: int = 12000) -> str:
+    """A level's state on the candidate (`Candidate.levels`), as JSON: what a registered level's agent
+    reads of its own decisions (`{}`: it decided nothing yet)."""
+    import json
+
+    st = c.levels.get(level)
+    return elide(json.dumps(st.model_dump(mode="json", exclude_none=True) if st is not None else {}, indent=1),
+                 max_chars)
+
+
 def _target(c: Candidate, target):
     return target if target is not None and not isinstance(target, str) else A.make_target(target or c.backend)
 

@@ -3,12 +3,17 @@
 Templates live in the top-level `prompts/` folder, one per agent, rendered with StrictUndefined so a
 missing view is an error at render time, never a silently empty prompt. The schema exists twice,
 from the level table (`EDIT_KINDS`, leka.core.levels): as a JSON schema for the `propose_edits` tool, and as text in the
-prompt (`{% include "_edit_schema.j2" %}`) for servers without tool calls.
+prompt (`{% include "_edit_schema.j2" %}`, `edit_kinds_for(backend)`: the kinds that backend takes, its
+L2 languages named) for servers without tool calls. What a template says of a backend (its L2 languages,
+its L2 contract, its compile options) comes from its record (`backend_record`, leka.backends) and what
+it says of a level (its edit kinds, the router's evidence) from the level table (`level_specs`): no
+template names a backend or a level's kinds itself.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -16,7 +21,7 @@ from typing import Any
 
 import jinja2
 
-from leka.backends import l2_languages
+from leka.backends import get_backend, l2_languages
 from leka.core.levels import LEVEL_SPECS, LiveTable
 from leka.ir import sched
 from leka.tvm_adapter.l0_passes import L0_PASSES as L0_PASS_REGISTRY
@@ -34,14 +39,31 @@ L0_PASSES = tuple(L0_PASS_REGISTRY)  # the names the IR layer applies, in regist
 L2_LANGUAGES = l2_languages()
 
 
-def _payload_text(text: str) -> str:
-    """A payload field's description with the names it refers to filled in."""
-    return text.replace("{l0_passes}", ", ".join(L0_PASSES)).replace("{l2_languages}", ", ".join(L2_LANGUAGES))
+def _payload_text(text: str, backend: str | None = None) -> str:
+    """A payload field's description with the names it refers to filled in: every backend's L2 languages,
+    or `backend`'s own (and its compile-option sets) from its record."""
+    langs = L2_LANGUAGES if backend is None else tuple(get_backend(backend).l2_languages)
+    out = text.replace("{l0_passes}", ", ".join(L0_PASSES)).replace("{l2_languages}", ", ".join(langs))
+    if "{option_sets}" in out:
+        b = get_backend(backend) if backend is not None else None
+        sets = " | ".join(json.dumps(o) for o in b.option_sets) if b is not None and b.option_sets else (
+            ", ".join(sorted(b.compile_options)) if b is not None else "the backend's codegen attributes")
+        out = out.replace("{option_sets}", sets)
+    return out
 
 
-def _edit_kinds() -> dict[str, dict[str, tuple[str | None, dict[str, str], str]]]:
-    return {lv: {kind: (ek.target, {f: _payload_text(d) for f, d in ek.payload.items()}, ek.describe)
-                 for kind, ek in spec.edit_kinds.items()} for lv, spec in LEVEL_SPECS.items()}
+def _edit_kinds(backend: str | None = None) -> dict[str, dict[str, tuple[str | None, dict[str, str], str]]]:
+    """level -> kind -> (target, payload, description); with `backend`, only the kinds its record takes
+    (`EditKind.needs`), its own names filled in."""
+    b = get_backend(backend) if backend is not None else None
+    return {lv: {kind: (ek.target, {f: _payload_text(d, backend) for f, d in ek.payload.items()}, ek.describe)
+                 for kind, ek in spec.edit_kinds.items() if b is None or not ek.needs or getattr(b, ek.needs)}
+            for lv, spec in LEVEL_SPECS.items()}
+
+
+def edit_kinds_for(backend: str) -> dict[str, dict[str, tuple[str | None, dict[str, str], str]]]:
+    """The edit kinds a prompt on `backend` offers (`_edit_schema.j2`)."""
+    return _edit_kinds(backend)
 
 
 # level -> kind -> (target meaning or None, payload fields, one-line description), from the level table
@@ -125,7 +147,8 @@ def environment(folder: str | None = None) -> jinja2.Environment:
     )
     env.filters["clip"] = _clip
     env.globals.update(edit_kinds=EDIT_KINDS, l0_passes=L0_PASSES, l2_languages=L2_LANGUAGES,
-                       levels_of=levels_of, trace_dsl=trace_dsl)
+                       levels_of=levels_of, trace_dsl=trace_dsl, edit_kinds_for=edit_kinds_for,
+                       backend_record=get_backend, level_specs=LEVEL_SPECS)
     return env
 
 

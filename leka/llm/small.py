@@ -32,10 +32,6 @@ TEMPLATE_MARGIN = 64  # chat-template tokens per message, and rounding
 # Views an agent can do without, cut first and hardest; then the main views.
 SHRINK_ORDER = ("task_contract", "summary", "relax", "reference", "source", "tir")
 
-LLVM_OPTION_SETS = ({"fast-math-contract": True}, {"fast-math-contract": True, "fast-math-reassoc": True},
-                    {"fast-math": True})
-
-
 def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
@@ -258,8 +254,8 @@ def _small_l1(kernel: dict[str, Any], blocks: list[str], backend: str, source: b
 def _small_l2(kernel: dict[str, Any], blocks: list[str], backend: str, source: bool,
               max_steps: int) -> list[dict[str, Any]]:
     b = get_backend(backend)
-    # the option sets this backend's codegen takes (LLVM's; none on a GPU backend)
-    option_sets = [o for o in LLVM_OPTION_SETS if set(o) <= b.compile_options]
+    # the option sets the backend's record offers (LLVM's; none on a GPU backend)
+    option_sets = [o for o in b.option_sets if set(o) <= b.compile_options]
     items = [_item("L2", "compile_options", {"options": {"enum": option_sets}}, None)] if option_sets else []
     if source:
         lang = b.l2[0].name if b.l2 else "cpp"  # the backend's first L2 language is its default

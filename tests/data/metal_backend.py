@@ -22,7 +22,14 @@ METAL = L2Language(
     "metal", "metal", kernel_qualifier=r"\bkernel\s+void\s+", kernel_words="kernel",
     # program-scope variables of MSL are in the constant address space; `device` ones are state
     guard=GuardProfile(constant=r"\bconstant\b", device_state=r"\bdevice\b"),
+    prompt="a whole Metal Shading Language kernel function",
 )
+
+# the L2 agent's contract on this backend (prompts/_l2_contract.j2 takes it from here)
+PROMPT_L2 = """- language "metal": the complete text of the one Metal Shading Language function
+  `kernel void <primfunc>_kernel(...)`, same `[[ buffer(i) ]]` parameters as the generated one; it
+  replaces that function in the generated source. Threadgroup memory and SIMD-group functions
+  (`simd_sum`) are available."""
 
 BACKEND = Backend(
     name="metal", target_spec=target_spec, device="metal", remote_device="metal", runs_on=("rpc",),
@@ -30,5 +37,5 @@ BACKEND = Backend(
     l2=(METAL,), gpu=True, source_hook=None, resources={"CPU": 0.25},
     # Metal threadgroups take the same work-group x vector-width traces as OpenCL work-groups
     rule_agents={"L1": "agents.l1_opencl:OpenCLRuleL1Agent"}, peaks={"m2": ("apple-m2-gpu", 3_600.0, 100.0)},
-    default_arch="m2",
+    default_arch="m2", prompt_l2=PROMPT_L2,
 )
