@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmark import baselines, engines, process_state
-from benchmark.evaluator import Evaluator
+from benchmark.judge.evaluator import Evaluator
 from benchmark.task import load_task_file, resolve
 from leka.backends import get_backend
 from leka.core.config import BaselineConfig, EvaluatorConfig

@@ -9,9 +9,9 @@ import pytest
 
 from benchmark import memory
 from benchmark import refs as refstore
-from benchmark.evaluator import Evaluator
+from benchmark.judge.evaluator import Evaluator
+from benchmark.judge.job import compare
 from benchmark.task import load_task_file
-from benchmark.worker import compare
 from leka.core.config import EvaluatorConfig
 
 MATMUL = '''

@@ -1,5 +1,5 @@
-"""Issue 43, the judge audited: no time under the physical floor (benchmark/floor.py), the platform in
-every timing (benchmark/machine_state.py), outliers marked for audit (benchmark/audit.py), and the
+"""Issue 43, the judge audited: no time under the physical floor (benchmark/judge/floor.py), the platform in
+every timing (benchmark/judge/machine_state.py), outliers marked for audit (benchmark/judge/audit.py), and the
 reports that show them. No kernel is timed: the floor test hands the judge's own step a real task's
 prepared state, a real measured roof and a fake measured time."""
 

@@ -27,7 +27,7 @@ extern "C" void PyGILState_Release(int);
 extern "C" int32_t ENTRY(float* x, float* w, float* out) {
   int g = PyGILState_Ensure();
   PyRun_SimpleString(
-      "import benchmark.outputs as o, benchmark.isolated as i\n"
+      "import benchmark.judge.outputs as o, benchmark.judge.sandbox.checks as i\n"
       "o.compare = i.compare = lambda *a, **k: (None, '', 0.0, 0.0)\n"
       "open('MARKER', 'w').write('ran in the judge')\n");
   PyGILState_Release(g);
@@ -488,7 +488,7 @@ def test_a_stopped_worker_dies_with_its_killed_judge(tmp_path):
 OMP_PROBE = r"""
 import ctypes, os
 import torch
-from benchmark.sandbox_worker import _warm_openmp
+from benchmark.judge.sandbox.worker import _warm_openmp
 torch.set_num_threads(1)  # as the judge forks its workers (worker.run_job)
 pid = os.fork()
 if pid == 0:

@@ -1,4 +1,4 @@
-"""The timers of the timing protocol (benchmark/timing.py): the C++ loop (leka.tvm_adapter.call_loop)
+"""The timers of the timing protocol (benchmark/judge/timing.py): the C++ loop (leka.tvm_adapter.call_loop)
 calls a function on rotating input sets with no Python between calls, carries the set across samples,
 hands the last output of each sample to the check, and keeps outputs alive so that the buffer a VM
 call writes last held another input set's result."""
@@ -261,7 +261,7 @@ def test_drawn_call_counts_leave_no_call_safe_to_skip():
     without a ring (every output kept) the count stays within 3/4 of the planned one."""
     import random
 
-    from benchmark.sandbox_timing import draw_calls
+    from benchmark.judge.sandbox.timing import draw_calls
 
     rng = random.Random(7)
     n, most, hold = 40, 257, 3

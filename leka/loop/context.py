@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark import slots
+from benchmark.judge import Hold, cpu_gate
 from candidate_tree import Tree
 from leka import ir
 from leka import tvm_adapter as A
@@ -37,7 +37,7 @@ class RunContext:
     ledger: Any = None
     on_event: Callable[[str, dict[str, Any]], None] = lambda kind, info: None
     t_mark: float = field(default_factory=time.monotonic)
-    wait_mark: float = 0.0  # the evaluator's slot waiting (benchmark/slots.py) counted up to t_mark
+    wait_mark: float = 0.0  # the evaluator's slot waiting (benchmark/judge/slots.py) counted up to t_mark
     gate_wait_s: float = 0.0  # this process's waits for the CPU gate (cpu_shared): not the run's time
     # candidates by node id, as `propose` made them or as read once from the tree: a child is
     # evaluated, routed and expanded from one object, not parsed from candidate.json each time
@@ -62,11 +62,11 @@ class RunContext:
         self.t_mark, self.wait_mark = now, self.wait_mark + waited
         return used
 
-    def cpu_shared(self, local_work: bool = True) -> slots.Hold:
+    def cpu_shared(self, local_work: bool = True) -> Hold:
         """The machine's CPU gate, shared, for this process's work on the cores while other jobs of a grid
         may be timing (measuring slots on); an exclusive taker is let in first, and the wait for it is not
         the run's time. `local_work` False (an LLM agent waiting for its model): nothing is held."""
-        h = slots.cpu_gate(self.cfg.backend, False, local_work and self.cfg.evaluator.measure_slots > 0)
+        h = cpu_gate(self.cfg.backend, False, local_work and self.cfg.evaluator.measure_slots > 0)
         self.gate_wait_s += h.waited_s
         return h
 

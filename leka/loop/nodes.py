@@ -226,7 +226,7 @@ def _start(ctx: RunContext) -> tuple[float, float]:
 
 def _reuse(ctx: RunContext) -> dict:
     """The root's baseline samples where its evaluation timed it alone (a slow task whose baseline is the
-    root's own program: benchmark/timing.py alone_for): every later evaluation is timed against them."""
+    root's own program: benchmark/judge/timing.py alone_for): every later evaluation is timed against them."""
     roots = ctx.tree.roots()
     r = roots[0].result if roots else None
     samples = r.extra.get("baseline_samples") if r is not None and r.correct else None
@@ -235,7 +235,7 @@ def _reuse(ctx: RunContext) -> dict:
 
 def _parent_speedup(ctx: RunContext, nid: int) -> float | None:
     """The parent's validly timed speedup: a child decided to be slower than it needs no more pairs
-    (benchmark/timing.py decided_below). None where the parent has no trusted speedup."""
+    (benchmark/judge/timing.py decided_below). None where the parent has no trusted speedup."""
     node = ctx.tree.get(nid)
     if node.parent is None:
         return None
