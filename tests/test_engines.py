@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import baselines, engines, process_state
+from benchmark import baselines, engines
+from benchmark.judge import process_state
 from benchmark.judge.evaluator import Evaluator
 from benchmark.task import load_task_file, resolve
 from leka.backends import get_backend

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agents.l2_cuda import fast_math, ldg, unroll
-from benchmark import gpu_timing
+from benchmark.judge import gpu_timing
 from leka.backends import get_backend
 
 DATA = Path(__file__).parent / "data"
@@ -99,7 +99,7 @@ def test_evaluation_child_holds_the_gpu_lock_until_it_exits(tmp_path):
 
     lock = tmp_path / "lock"
     code = (f"import os,sys,time; sys.path.insert(0, {str(ROOT)!r}); os.environ['LEKA_GPU_LOCK']={str(lock)!r}\n"
-            "from benchmark import gpu_timing\n"
+            "from benchmark.judge import gpu_timing\n"
             "gpu_timing.hold_gpu_lock()\n"
             "import gc; gc.collect(); print('held', flush=True); time.sleep(3)")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

@@ -88,7 +88,7 @@ def test_tracker_that_never_answers_a_request_times_out():
 
 
 def test_runners_are_a_table_of_kinds():
-    from benchmark import runner
+    from benchmark.judge import runner
     from leka.core.protocols import Runner
 
     assert sorted(runner.RUNNERS) == ["local", "rpc"]

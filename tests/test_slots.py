@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import slots
+from benchmark.judge import slots
 from benchmark.judge.evaluator import Evaluator
 from benchmark.task import load_task_file
 from leka.core.config import EvaluatorConfig

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from benchmark import load, stats, timing
+from benchmark.judge import load, stats, timing
 from benchmark.metrics import fast_at, fast_at_interval, geomean_speedup_interval, summarize
 from leka.core.config import EvaluatorConfig
 from leka.core.types import EvalResult, is_faster

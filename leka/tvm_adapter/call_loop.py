@@ -408,7 +408,7 @@ def window_loop(f: Callable[..., Any], protos: Sequence[Any], cache_dir: str | o
 def slot_loop(f: Callable[..., Any], slots: Sequence[Sequence[Any]], cache_dir: str | os.PathLike | None = None):
     """`run(number, slots_addr) -> outputs`: `number` calls of the TVM function `f` in C++, call i on
     the argument set `slots[slots_addr[i]]` (int64s in the caller's memory); the calls' outputs are
-    returned together (alive until the caller drops them). The device worker's loop (sandbox.py)."""
+    returned together (alive until the caller drops them). The device worker's loop (benchmark/judge/sandbox/worker.py)."""
     if not slots or len({len(s) for s in slots}) != 1:
         raise ValueError("slot_loop needs one or more argument sets of one length")
     make = _factory(cache_dir, "make_slot_loop")

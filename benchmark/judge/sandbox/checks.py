@@ -1,5 +1,5 @@
 """The judge's half of a sandboxed evaluation (benchmark/judge/sandbox/control.py has the worker's): the checked
-runs and the profile (the paired timing: sandbox_timing.py), each as requests to workers the judge
+runs and the profile (the paired timing: timing.py), each as requests to workers the judge
 forked after the build.
 
 - **Check.** Per seed the pool is filled with that seed's inputs (window 0) and, for the first seed, a

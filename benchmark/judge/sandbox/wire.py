@@ -1,4 +1,4 @@
-"""The sandbox's wire (benchmark/judge/sandbox/control.py, sandbox_worker.py): the framing of the control channel
+"""The sandbox's wire (benchmark/judge/sandbox/control.py, worker.py): the framing of the control channel
 (length-prefixed JSON only), the output records a worker reports, reading a stopped worker's memory,
 the errors the judge raises, and `Served`, what a worker serves. Shared by the judge's half and the
 worker's half, which import it and never each other's internals."""
@@ -238,7 +238,7 @@ class Served:
     # A ring lets each call write a warm buffer, as in a model's memory plan; the judge then draws the
     # call count so that no call can tell whether it falls in the ring (benchmark/judge/sandbox/checks.py)
     hold: int = 0
-    # the worker's compute threads placed one core each after its pools are made (sandbox_worker.place_threads)
+    # the worker's compute threads placed one core each after its pools are made (worker.py place_threads)
     pin: bool = False
     # the candidate's sealed L2 libraries: loaded by the worker itself, under leka.core.confine's
     # filter (no exec, socket, file write), never by the judge (their load-time code would run there)
