@@ -3,6 +3,8 @@ checkpointed: rebuilt from the run folder on resume)."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -42,6 +44,9 @@ class RunContext:
     # candidates by node id, as `propose` made them or as read once from the tree: a child is
     # evaluated, routed and expanded from one object, not parsed from candidate.json each time
     _candidates: OrderedDict[int, ir.Candidate] = field(default_factory=OrderedDict, repr=False)
+    # agent contexts built (`context_for`): one per iteration, the route's, which the propose after it reuses
+    contexts_built: int = 0
+    _routed: tuple[int, int, AgentContext] | None = field(default=None, repr=False)
 
     @property
     def workdir(self) -> Path:
@@ -179,7 +184,25 @@ class RunContext:
                 counts[n.level] += 1
         return counts
 
+    def routed_context(self, nid: int, state: RunState) -> AgentContext:
+        """The route's context for node `nid`; a copy is kept for the propose that follows (nothing it
+        reads changes in between: the tree, the state's budget and exhausted levels), so the router may
+        change its own without the agent seeing that."""
+        got = self.context_for(nid, "", "", state)
+        kept = dataclasses.replace(got, tried=set(got.tried), extra=copy.deepcopy(got.extra))
+        self._routed = (nid, state.get("iteration", 0), kept)
+        return got
+
+    def propose_context(self, nid: int, level: str, reason: str, state: RunState) -> AgentContext:
+        """The context the route built for this node and iteration, with the routed level and reason;
+        built anew only where none is kept (a run resumed between its route and its propose)."""
+        kept, self._routed = self._routed, None
+        if kept is not None and kept[:2] == (nid, state.get("iteration", 0)):
+            return dataclasses.replace(kept[2], level=level, route_reason=reason)
+        return self.context_for(nid, level, reason, state)
+
     def context_for(self, nid: int, level: str, reason: str, state: RunState) -> AgentContext:
+        self.contexts_built += 1
         node = self.tree.get(nid)
         tried = {edit_digest(n.edit) for n in self.tree.children(nid) if n.edit is not None}
         tried |= {edit_digest(n.edit) for n in self.tree.lineage(nid) if n.edit is not None}

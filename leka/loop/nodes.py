@@ -58,7 +58,7 @@ def route(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     if not open_levels:
         return {"level": "", "route_reason": f"node {nid}: every enabled level has nothing more to propose"}
     cand = ctx.candidate(nid)
-    agent_ctx = ctx.context_for(nid, "", "", state)
+    agent_ctx = ctx.routed_context(nid, state)
     ctx.router.load_state(state.get("router_state") or {})
     try:
         level, reason = ctx.router.route(cand, ctx.tree.get(nid).profile, agent_ctx)
@@ -96,7 +96,7 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
     nid = state["current"]
     cand = ctx.candidate(nid)
     reason = state.get("route_reason", "")
-    agent_ctx = ctx.context_for(nid, level, reason, state)
+    agent_ctx = ctx.propose_context(nid, level, reason, state)
     try:
         # a rule agent computes its proposals here, on the cores other jobs may be timing on
         with ctx.cpu_shared(local_work=ctx.cfg.run.policy == "rules"):
