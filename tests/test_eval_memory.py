@@ -7,10 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmark.judge import memory
+from benchmark.judge import Evaluator, compare, memory
 from benchmark.judge import refs as refstore
-from benchmark.judge.evaluator import Evaluator
-from benchmark.judge.job import compare
 from benchmark.task import load_task_file
 from leka.core.config import EvaluatorConfig
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from tiny_l2 import COMPUTE, HEAD, HONEST, l2_candidate
 
-from benchmark.judge.evaluator import Evaluator
+from benchmark.judge import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
 from leka.core.config import EvaluatorConfig

@@ -176,7 +176,7 @@ def test_rule_agents_cuda_edits_build_without_a_gpu(tmp_path):
 # ----------------------------------------------------------------------------- on a GPU
 @pytest.fixture(scope="module")
 def ev(tmp_path_factory):
-    from benchmark.judge.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from leka.core.config import EvaluatorConfig
 
     cfg = EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0)
@@ -193,7 +193,7 @@ def task():
 @pytest.fixture(scope="module")
 def ev_inproc(tmp_path_factory):
     """The pre-sandbox path (evaluator.sandbox=false): the candidate in the evaluation process."""
-    from benchmark.judge.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from leka.core.config import EvaluatorConfig
 
     cfg = EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0, sandbox=False)
@@ -274,7 +274,7 @@ def test_cuda_device_global_state_is_caught(task, tmp_path, baseline):
     # a __device__ global that outlives a call: computed once, skipped after (the static check is off
     # here, so the worker's checks alone must reject it). Issue 43: against a torch baseline too, whose
     # evaluation timed the candidate in the judge's process on one fixed input set before
-    from benchmark.judge.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from leka.core.config import EvaluatorConfig
 
     def once(head: str, body: str) -> str:

@@ -107,7 +107,7 @@ def test_runners_are_a_table_of_kinds():
 def test_the_evaluator_runs_a_board_through_the_rpc_runner(tmp_path):
     """An llvm RPC server behind a tracker is a board: the evaluator picks the rpc runner, whose child
     builds here and checks and times there."""
-    from benchmark.judge.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.judge.runner import RPCRunner
     from benchmark.task import load_task_file
     from leka.core.config import DeviceConfig, EvaluatorConfig

@@ -157,7 +157,7 @@ def test_its_llm_agent_renders_its_template(l3, tmp_path):
 def test_an_evaluation_child_lowers_with_its_stage(l3, tmp_path):
     """The level reaches the evaluation process: its module travels in the job, the child registers it
     and lowers with its stage (which writes the child's pid to the marked file)."""
-    from benchmark.judge.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.task import load_task_file
     from leka import ir
     from leka.core.config import EvaluatorConfig

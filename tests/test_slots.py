@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.judge import slots
-from benchmark.judge.evaluator import Evaluator
+from benchmark.judge import Evaluator, slots
 from benchmark.task import load_task_file
 from leka.core.config import EvaluatorConfig
 from leka.loop.context import RunContext

@@ -37,7 +37,7 @@ from benchmark.judge import (
 )
 from benchmark.judge import refs as refstore
 from benchmark.judge.errors import set_error, short_error
-from benchmark.judge.outputs import as_numpy, compare, host_view, total_bytes  # noqa: F401 - re-exported (rpc_runner, tests)
+from benchmark.judge.outputs import as_numpy, compare, host_view, total_bytes
 from benchmark.judge.sandbox import checks as sandboxed
 from benchmark.judge.sandbox import control
 from benchmark.judge.sandbox import timing as sandbox_timing

@@ -229,7 +229,7 @@ def _gpu_timers(res: dict, task, inputs: list, refs: list, tin: list, executable
     import torch
 
     from benchmark import gpu_timing
-    from benchmark.judge.job import compare
+    from benchmark.judge import compare
     from leka import tvm_adapter as A
 
     dev = A.device_for("cuda")
