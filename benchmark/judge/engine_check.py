@@ -14,6 +14,7 @@ from typing import Any
 
 from benchmark.engines import call, engine_gpu_call
 from benchmark.judge.outputs import as_numpy, compare
+from benchmark.judge.refs import flat_outputs
 from benchmark.task import load_task_file
 
 
@@ -25,17 +26,15 @@ def _inductor(task_path: str, cache: str, threads: str, out: str) -> None:
     import numpy as np
     import torch
 
-    from benchmark import refs
-
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
     torch.set_num_threads(int(threads))
     task = load_task_file(task_path)
     model = task.make_model().eval()
     tin = [torch.from_numpy(a.copy()) for a in _inputs(task)]
     with torch.no_grad():
-        want = refs.flat_outputs(model(*tin))
+        want = flat_outputs(model(*tin))
         try:
-            got = refs.flat_outputs(torch.compile(model)(*tin))
+            got = flat_outputs(torch.compile(model)(*tin))
         except Exception as e:  # noqa: BLE001 - the compiler's refusal is the row's reason
             print(f"REASON: torch.compile (inductor, CPU) failed: {type(e).__name__}: "
                   f"{str(e).strip().splitlines()[0][:400] if str(e).strip() else ''}")
@@ -53,12 +52,10 @@ def _verify(kind: str, task_path: str, path: str, device: str, threads: str, out
     import numpy as np
     import torch
 
-    from benchmark import refs
-
     task = load_task_file(task_path)
     ins = _inputs(task)
     with torch.no_grad():
-        want = refs.flat_outputs(task.make_model()(*[torch.from_numpy(a.copy()) for a in ins]))
+        want = flat_outputs(task.make_model()(*[torch.from_numpy(a.copy()) for a in ins]))
     try:
         if kind == "tensorrt":
             got = engine_gpu_call(kind, Path(path), ins, keep_outputs=True)()

@@ -185,8 +185,7 @@ def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None
     warnings.filterwarnings("ignore")
     import torch
 
-    from benchmark import gpu_timing
-    from benchmark.judge import flat_outputs
+    from benchmark.judge import flat_outputs, gpu_timing
     from benchmark.roots import load_root
     from benchmark.task import resolve
     from leka import ir
@@ -228,8 +227,7 @@ def _gpu_timers(res: dict, task, inputs: list, refs: list, tin: list, executable
     one L2 flusher. Called inside the GPU lock."""
     import torch
 
-    from benchmark import gpu_timing
-    from benchmark.judge import compare
+    from benchmark.judge import compare, gpu_timing
     from leka import tvm_adapter as A
 
     dev = A.device_for("cuda")

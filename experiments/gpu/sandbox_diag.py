@@ -45,7 +45,7 @@ def _protocol(refill: bool, positions: bool) -> None:
     """The sandboxed timing's input protocol with one of its two freshness rules off: `refill` False =
     the pool filled once, not before every request; `positions` False = every call's window at its
     copy's start (consecutive calls still alternate copies, as the in-process loop's two sets do)."""
-    from benchmark import sandbox_timing as T
+    from benchmark.judge.sandbox import timing as T
 
     filled: set[int] = set()
 
@@ -71,7 +71,7 @@ PROTOCOL = {"no_refill": (False, True), "fixed_pos": (True, False), "stale_input
 
 
 def _patch(variant: str) -> None:
-    from benchmark import sandbox_worker as W
+    from benchmark.judge.sandbox import worker as W
 
     if variant in PROTOCOL:
         _protocol(*PROTOCOL[variant])
