@@ -86,7 +86,7 @@ def _load_line(m: dict | None) -> str | None:
 
 
 def _floor_line(f: dict | None) -> str | None:
-    """The task's SOL time on this machine against the judged time (benchmark/floor.py)."""
+    """The task's SOL time on this machine against the judged time (benchmark/judge/floor.py)."""
     from profilers.roof import fmt_fraction
 
     if not f:
@@ -98,8 +98,7 @@ def _floor_line(f: dict | None) -> str | None:
 
 
 def result_table(res) -> Table:
-    from benchmark import machine_state
-    from benchmark.stats import fmt_interval
+    from benchmark.judge import fmt_interval, platform_line
 
     tab = Table(title=f"{res.task} on {res.backend}")
     tab.add_column("metric")
@@ -114,7 +113,7 @@ def result_table(res) -> Table:
         ("timing valid (spread)", f"{res.timing_valid} ({res.timing_spread:.3f}, {res.n_pairs} pairs)"
          if res.timing_spread is not None else None),
         ("machine load", _load_line(res.extra.get("machine_load"))),
-        ("platform", machine_state.line(res.extra["platform"]) if res.extra.get("platform") else None),
+        ("platform", platform_line(res.extra["platform"]) if res.extra.get("platform") else None),
         ("physical floor", _floor_line(res.extra.get("floor"))),
         ("audit", "; ".join(res.extra["audit"]) if res.extra.get("audit") else None),
         ("max abs err", f"{res.max_abs_err:.3g}" if res.max_abs_err is not None else None),
@@ -147,7 +146,7 @@ def eval_cmd(
     """Evaluate the default lowering (or --candidate FILE) of TASK: correctness over 3 seeds, paired
     timing against the baseline, memory. Exit 0 = correct, 1 = the candidate failed, 2 = bad input."""
     from benchmark import baselines
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.task import resolve
     from leka.core.config import load_config
     from leka.core.types import EvalResult

@@ -3,19 +3,19 @@ ONNX export of the task's model; and the names every baseline kind is reported u
 and settings ("MNN 3.6.1 CPU, 2 threads, fp32").
 
 - **Conversion, in processes of their own.** The ONNX export (torch.export + torch.onnx) sets process
-  state of its own (TORCHINDUCTOR_CACHE_DIR in the C environment: the guard of benchmark/process_state.py
+  state of its own (TORCHINDUCTOR_CACHE_DIR in the C environment: the guard of benchmark/judge/process_state.py
   blamed the candidate for it) and an engine's converter is native code that may crash or print: both
   run in a child (`python -m benchmark.engines onnx|mnn|trt ...`), never in the judge. Their files are
   cached under the cache home (`engines/<task>-<digest>/`), keyed by the task's digest and the versions
   of what made them; a refusal is cached with its reason too, so a sweep does not repeat a failed export.
-- **Verified before it is timed.** The child that converts also runs the engine once on seed-0 inputs
-  and compares its outputs with the PyTorch model's at the task's tolerance: a baseline that computes
-  something else is refused (`BaselineUnsupported`), never timed.
+- **Verified before it is timed.** A second child, the judge's (benchmark/judge/engine_check.py), runs
+  the engine once on seed-0 inputs and compares its outputs with the PyTorch model's at the task's
+  tolerance: a baseline that computes something else is refused (`BaselineUnsupported`), never timed.
 - **Refusals are rows.** What an engine cannot take (an export that fails, an op its converter lacks, a
   device its build has not: the PyPI MNN wheel has no OpenCL backend, TensorRT not installed) raises
   `BaselineUnsupported`; the evaluation reports it as error_kind `baseline_unsupported` with the reason.
 - Sessions are made from the cached files by `call(kind, ...)`: in the baseline's own trusted worker
-  (sandboxed protocol) or, in the in-process protocol, before the guard's snapshot (benchmark/worker.py).
+  (sandboxed protocol) or, in the in-process protocol, before the guard's snapshot (benchmark/judge/job.py).
 
 Stdlib at import; torch, onnx, onnxruntime, MNN, tensorrt are imported where used.
 """
@@ -23,7 +23,6 @@ Stdlib at import; torch, onnx, onnxruntime, MNN, tensorrt are imported where use
 from __future__ import annotations
 
 import functools
-import json
 import os
 import subprocess
 import sys
@@ -81,12 +80,16 @@ def engine_dir(task: Any, cache_dir: str | None = None) -> Path:
     return cache_root(cache_dir) / "engines" / f"{task.id}-{task.digest}"
 
 
+# the children: conversions here; the checks of a converted baseline against PyTorch are the judge's
+CHILD_MODULE = {"verify": "benchmark.judge.engine_check", "inductor": "benchmark.judge.engine_check"}
+
+
 def _child(args: list[str], out: Path) -> None:
-    """Run one conversion child; its failure becomes BaselineUnsupported with the child's last words."""
+    """Run one conversion (or check) child; its failure becomes BaselineUnsupported with the child's last words."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
                                                         os.environ.get("PYTHONPATH", "")])}
     try:
-        p = subprocess.run([sys.executable, "-m", "benchmark.engines", *args], capture_output=True, text=True,
+        p = subprocess.run([sys.executable, "-m", CHILD_MODULE.get(args[0], "benchmark.engines"), *args], capture_output=True, text=True,
                            timeout=CONVERT_TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired as e:
         raise BaselineUnsupported(f"{args[0]}: no answer within {CONVERT_TIMEOUT_S:g} s") from e
@@ -227,7 +230,7 @@ def call(kind: str, path: Path | str, *, threads: int, device: str = "CPU") -> C
     if kind == "mnn":
         return _mnn_call(Path(path), threads, device)
     if kind == "tensorrt":
-        raise BaselineUnsupported("TensorRT runs on the GPU only (`engine_gpu_call`, timed by benchmark/gpu_timing.py)")
+        raise BaselineUnsupported("TensorRT runs on the GPU only (`engine_gpu_call`, timed by benchmark/judge/gpu_timing.py)")
     raise ValueError(f"{kind!r} is not an engine baseline ({', '.join(ENGINES)})")
 
 
@@ -333,9 +336,10 @@ def _load_task(path: str):
 
 
 def _inputs(task: Any, seed: int = 0) -> list[Any]:
-    from benchmark.outputs import _np
+    import numpy as np
+    import torch
 
-    return [_np(t) for t in task.make_inputs(seed)]
+    return [t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t) for t in task.make_inputs(seed)]
 
 
 def _export(task_path: str, out: str) -> None:
@@ -390,70 +394,9 @@ def _trt_build(src: str, out: str) -> None:
     Path(out).write_bytes(bytes(plan))
 
 
-def _inductor(task_path: str, cache: str, threads: str, out: str) -> None:
-    import numpy as np
-    import torch
-
-    from benchmark import refs
-    from benchmark.outputs import compare
-
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
-    torch.set_num_threads(int(threads))
-    task = _load_task(task_path)
-    model = task.make_model().eval()
-    tin = [torch.from_numpy(a.copy()) for a in _inputs(task)]
-    with torch.no_grad():
-        want = refs.flat_outputs(model(*tin))
-        try:
-            got = refs.flat_outputs(torch.compile(model)(*tin))
-        except Exception as e:  # noqa: BLE001 - the compiler's refusal is the row's reason
-            print(f"REASON: torch.compile (inductor, CPU) failed: {type(e).__name__}: "
-                  f"{str(e).strip().splitlines()[0][:400] if str(e).strip() else ''}")
-            sys.exit(3)
-    task_tol = (task.atol, task.rtol)
-    err, msg, ea, _ = compare([np.asarray(g) for g in got], want, *task_tol)
-    if err:
-        print(f"REASON: torch.compile computes another result than eager ({err}: {msg[:300]})")
-        sys.exit(3)
-    Path(out).write_text(json.dumps({"max_abs_err": float(ea)}))
-
-
-def _verify(kind: str, task_path: str, path: str, device: str, threads: str, out: str) -> None:
-    """The engine's outputs on seed-0 inputs against PyTorch's, at the task's tolerance."""
-    import numpy as np
-    import torch
-
-    from benchmark import refs
-    from benchmark.outputs import compare
-
-    task = _load_task(task_path)
-    ins = _inputs(task)
-    with torch.no_grad():
-        want = refs.flat_outputs(task.make_model()(*[torch.from_numpy(a.copy()) for a in ins]))
-    try:
-        if kind == "tensorrt":
-            got = engine_gpu_call(kind, Path(path), ins, keep_outputs=True)()
-        else:
-            got = call(kind, Path(path), threads=int(threads), device=device)(ins)
-    except Exception as e:  # noqa: BLE001 - the engine's refusal at run time is the row's reason
-        print(f"REASON: it failed to run the model: {type(e).__name__}: "
-              f"{str(e).strip().splitlines()[0][:400] if str(e).strip() else ''}")
-        sys.exit(3)
-    got = [np.asarray(g) for g in got]
-    if len(got) != len(want):
-        print(f"REASON: it returned {len(got)} output(s), PyTorch {len(want)}")
-        sys.exit(3)
-    got = [g.reshape(w.shape) if g.size == w.size else g for g, w in zip(got, want, strict=True)]
-    err, msg, ea, _ = compare(got, want, task.atol, task.rtol)
-    if err:
-        print(f"REASON: it computes another result than PyTorch at the task's tolerance ({err}: {msg[:300]})")
-        sys.exit(3)
-    Path(out).write_text(json.dumps({"max_abs_err": float(ea)}))
-
-
 def main(argv: list[str]) -> None:
     op, args = argv[0], argv[1:]
-    {"onnx": _export, "mnn": _mnn_convert, "trt": _trt_build, "verify": _verify, "inductor": _inductor}[op](*args)
+    {"onnx": _export, "mnn": _mnn_convert, "trt": _trt_build}[op](*args)
 
 
 if __name__ == "__main__":

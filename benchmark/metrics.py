@@ -6,7 +6,7 @@ p whose interval reaches below p is not counted). It divides by *all* tasks in t
 failed to compile counts against the method), and comes with a Wilson score interval over tasks.
 
 The geomean's interval is a bootstrap over tasks of the per-task point speedups
-(`benchmark.stats.geomean_interval`), not a propagation of each task's timing interval: what varies a
+(`benchmark.judge.stats.geomean_interval`), not a propagation of each task's timing interval: what varies a
 suite's geomean is which tasks it holds (tasks differ by far more than one task's timing noise), and
 a per-task interval is already inside that spread. Loaded evaluations (the machine was busy during
 their timing, extra["machine_load"]) are counted next to the metrics."""
@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from statistics import NormalDist
 
-from benchmark.stats import LEVEL, geomean, geomean_interval
+from benchmark.judge import LEVEL, geomean, geomean_interval
 from leka.core.types import EvalResult
 
 

@@ -41,7 +41,7 @@ def status(r: dict) -> str:
 
 
 def evaluate(task_id: str, kind: str) -> dict:
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.task import resolve
     from leka.core.config import load_config
 

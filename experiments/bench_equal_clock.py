@@ -240,7 +240,7 @@ def cut_config(run: dict, cut: dict, out: Path, sets: list[str]):
 
 
 def judge_cut(run: dict, cut: dict, out: Path, sets: list[str]) -> dict:
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.task import resolve
     from leka.ir.files import load_candidate
 
@@ -311,7 +311,7 @@ def anytime_rows(final_speedup: float, leka_pts: list, ms_rows: list[dict], budg
 
 
 def render(out: Path) -> str:
-    from benchmark.stats import fmt_interval
+    from benchmark.judge import fmt_interval
 
     runs = {t: r for (t,), r in latest(read_rows(out / "runs.jsonl"), "task").items()}
     tunes = {t: r for (t,), r in latest(read_rows(out / "tunes.jsonl"), "task").items()}

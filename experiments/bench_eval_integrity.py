@@ -30,9 +30,11 @@ os.environ.setdefault("TVM_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from agents.l2_source import RuleL2Agent  # noqa: E402
-from benchmark import timing  # noqa: E402
-from benchmark.evaluator import Evaluator  # noqa: E402
-from benchmark.stats import geomean  # noqa: E402
+from benchmark.judge import (
+    Evaluator,  # noqa: E402
+    geomean,  # noqa: E402
+    timing,  # noqa: E402
+)
 from benchmark.task import resolve  # noqa: E402
 from leka import ir  # noqa: E402
 from leka import tvm_adapter as A  # noqa: E402

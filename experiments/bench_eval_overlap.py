@@ -14,7 +14,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from benchmark.evaluator import Evaluator
+from benchmark.judge import Evaluator
 from benchmark.task import resolve
 from leka.core.config import EvaluatorConfig
 

@@ -23,7 +23,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmark.evaluator import Evaluator
+from benchmark.judge import Evaluator
 from benchmark.subsets import load_subset
 from benchmark.task import resolve
 from leka.core.config import EvaluatorConfig

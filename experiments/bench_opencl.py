@@ -65,7 +65,7 @@ def tune_all(ids: list[str], trials: int, cache_dir: str, configs: list[str], de
 def vs_metaschedule(task, run_dir: str, node: int, trials: int, cache_dir: str, configs: list[str],
                     overrides: list[str]) -> dict:
     """The run's answer against MetaSchedule-N: one more evaluation, same evaluator and device."""
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from leka import ir
     from leka.core.config import load_config
 

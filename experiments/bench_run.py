@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 from benchmark import baselines
-from benchmark.evaluator import Evaluator
-from benchmark.stats import geomean
+from benchmark.judge import Evaluator, geomean
 from benchmark.subsets import load_subset
 from benchmark.task import resolve
 from candidate_tree import Tree

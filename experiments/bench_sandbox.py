@@ -27,8 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmark.evaluator import Evaluator
-from benchmark.stats import geomean
+from benchmark.judge import Evaluator, geomean
 from benchmark.task import resolve
 from leka.core.config import EvaluatorConfig
 from leka.ir.files import load_candidate

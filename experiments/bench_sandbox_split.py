@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmark.evaluator import Evaluator
+from benchmark.judge import Evaluator
 from benchmark.task import resolve
 from leka.core.config import EvaluatorConfig
 

@@ -21,7 +21,7 @@ cached (`leka bench baseline --trials N`), or for `--tuned-tasks` after tuning t
 Everything is resumable: DIR/runs.jsonl and DIR/judged.jsonl get one JSON line per finished item and a
 second call skips what is there; `--minutes M` stops starting new items after M minutes. On a CPU keep
 `--jobs 1` (timings own the cores; `flock -x /tmp/leka-cpu.lock`); on a GPU evaluations queue for the
-GPU lock (benchmark/gpu_timing.py), so several jobs overlap their builds only.
+GPU lock (benchmark/judge/gpu_timing.py), so several jobs overlap their builds only.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def _gated(t_end: float | None, fn, *a):
 # ----------------------------------------------------------------------------- judge
 def judge_one(run: dict, kind: str, out: Path, trials: int, sets: list[str]) -> dict:
     from benchmark import baselines
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.task import resolve
     from leka.core.config import load_config
     from leka.ir.files import load_candidate
@@ -256,7 +256,7 @@ def versions() -> str:
 def _cell(r: dict | None) -> str:
     """'1.53x [1.41, 1.66]' with '+' when the interval is above 1 (faster), '-' below (slower), '?' when
     it was too wide to trust; the status otherwise."""
-    from benchmark.stats import fmt_interval
+    from benchmark.judge import fmt_interval
 
     if r is None:
         return "-"
@@ -345,7 +345,7 @@ def _table(d: dict[str, Any]) -> list[str]:
 
 
 def _summary(d: dict[str, Any]) -> list[str]:
-    from benchmark import stats
+    from benchmark import judge
     from profilers.roof import fmt_fraction
 
     runs, judged, kinds, arms, tasks = d["runs"], d["judged"], d["kinds"], d["arms"], d["tasks"]
@@ -356,8 +356,8 @@ def _summary(d: dict[str, Any]) -> list[str]:
         for k in kinds:
             rs = [r for (aa, _, kk), r in judged.items() if aa == a and kk == k and r.get("status") == "ok"]
             sp = [r["speedup"] for r in rs if r.get("speedup")]
-            g = stats.geomean_interval(sp) if sp else None
-            lines.append(f"| {a} | {k} | {len(sp)} | {statistics.median(sp):.2f}x | {stats.fmt_interval(*g) if g else '-'} "
+            g = judge.geomean_interval(sp) if sp else None
+            lines.append(f"| {a} | {k} | {len(sp)} | {statistics.median(sp):.2f}x | {judge.fmt_interval(*g) if g else '-'} "
                          f"| {sum(1 for r in rs if r.get('lo') and r['lo'] > 1)} | "
                          f"{sum(1 for r in rs if r.get('hi') and r['hi'] < 1)} |" if sp else f"| {a} | {k} | 0 | - | - | - | - |")
     engines = [k for k in kinds if k not in ("untuned", "tuned")]

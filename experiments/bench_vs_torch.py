@@ -85,7 +85,7 @@ def answer_candidate(r: dict):
 def judge_ms(out: Path, rows: list[dict], tasks: list[str], trials: int, cache_dir: str) -> dict[str, dict]:
     """Each chosen task's answer against MetaSchedule-`trials` (tuned first, cached)."""
     from benchmark import baselines
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from leka.core.config import load_config
 
     path = out / f"ms{trials}.json"

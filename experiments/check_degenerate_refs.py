@@ -1,5 +1,5 @@
 """Which tasks of the suite have a degenerate reference (issue 43): an output all zero or near constant
-(its mean within the task's tolerance of every element, `benchmark.audit.degenerate`), so a kernel
+(its mean within the task's tolerance of every element, `benchmark.judge.audit.degenerate`), so a kernel
 that returns a constant passes the check and the task cannot tell computing from not computing.
 
 Cheap by design: the PyTorch model of each task on its seed-0 inputs on the CPU (the reference an
@@ -32,8 +32,7 @@ def check(task) -> dict[str, Any]:
     """One task's seed-0 reference: its verdict and each output's range and spread."""
     import torch
 
-    from benchmark.audit import degenerate
-    from benchmark.refs import flat_outputs
+    from benchmark.judge import degenerate, flat_outputs
 
     t0 = time.perf_counter()
     try:
@@ -61,7 +60,7 @@ def header() -> list[str]:
             "- what: each task's PyTorch model on its seed-0 inputs, on the CPU (benchmark/task.py select()); "
             "degenerate = an output all zero, or near constant: its mean within the task's tolerance "
             "(atol + rtol |x|) of every element, so a constant output passes the check "
-            "(benchmark/audit.py degenerate; the judge marks such evaluations for audit)"]
+            "(benchmark/judge/audit.py degenerate; the judge marks such evaluations for audit)"]
 
 
 def render(rows: list[dict[str, Any]], wall_s: float) -> str:

@@ -14,7 +14,7 @@ download --platform ...`, unpacked); binfmt_misc is not needed: the server is st
 TVM library (TVM_USE_RUNTIME_LIB=1: no compiler is loaded on a board).
 
 The board's config says `device.emulated: true`: checks on it count, times do not (every timed result
-says timing_valid false, benchmark/rpc_runner.py `mark_emulated`).
+says timing_valid false, benchmark/judge/remote_job.py `mark_emulated`).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ class OneShotResult(BaseModel):
     correct_at_1: bool = False
     fast_at_1: bool = False
     speedup: float | None = None
-    speedup_lo: float | None = None  # the speedup's interval (benchmark/stats.py); Fast@1 needs lo > 1
+    speedup_lo: float | None = None  # the speedup's interval (benchmark/judge/stats.py); Fast@1 needs lo > 1
     speedup_hi: float | None = None
     timing_valid: bool | None = None
     machine_loaded: bool = False  # other processes used the machine during the timing
@@ -186,7 +186,7 @@ def _save(res: OneShotResult, run_dir: Path, json_out: str | None) -> None:
 
 def _evaluate(res: OneShotResult, cfg: LekaConfig, task, final, run_dir: Path) -> None:
     """Evaluate the candidate the edits made, once; its metrics go into `res`."""
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.metrics import fast_at
 
     ev = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline, device=cfg.device).evaluate(task, final)
@@ -202,7 +202,7 @@ def _print(r: OneShotResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from benchmark.stats import fmt_interval
+    from benchmark.judge import fmt_interval
 
     t = Table(title=f"LEKA one-shot: {r.task} ({r.backend}, {r.model})")
     t.add_column("metric")

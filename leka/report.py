@@ -50,12 +50,12 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         "task": task.id, "backend": cfg.backend, "run_dir": str(run_dir),
         "best_node": best_node.id if best_node else None,
         "best_speedup": best_node.result.speedup if best_node else None,
-        # its confidence interval (benchmark/stats.py); "faster" = the lower bound above 1
+        # its confidence interval (benchmark/judge/stats.py); "faster" = the lower bound above 1
         "best_speedup_lo": best_node.result.speedup_lo if best_node and best_node.result else None,
         "best_speedup_hi": best_node.result.speedup_hi if best_node and best_node.result else None,
         "best_faster": bool(best_node and best_node.result and best_node.result.is_faster(1.0)),
         "best_loaded": bool(best_node and best_node.result and best_node.result.loaded),
-        # timings during which other processes used the machine (extra["machine_load"], benchmark/load.py)
+        # timings during which other processes used the machine (extra["machine_load"], benchmark/judge/load.py)
         "timed_evaluations": sum(1 for n in nodes if n.result is not None and n.result.speedup is not None),
         "loaded_evaluations": sum(1 for n in nodes if n.result is not None and n.result.loaded),
         "ci_level": cfg.evaluator.ci_level,
@@ -203,8 +203,8 @@ def kernel_budget_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 def audit_summary(nodes, best_node) -> dict[str, Any]:
     """What a reader should check before trusting the numbers (issue 43): the nodes marked for audit
-    (benchmark/audit.py: a >10x speedup against a tuned baseline or an engine, a degenerate reference),
-    those timed under the physical floor (benchmark/floor.py), and the platform of the best's timing."""
+    (benchmark/judge/audit.py: a >10x speedup against a tuned baseline or an engine, a degenerate reference),
+    those timed under the physical floor (benchmark/judge/floor.py), and the platform of the best's timing."""
     audited = [{"node": n.id, "reasons": n.result.extra["audit"]} for n in nodes
                if n.result is not None and n.result.extra.get("audit")]
     below = [n.id for n in nodes if n.result is not None and n.result.error_kind == "below_physical_floor"]
@@ -214,12 +214,12 @@ def audit_summary(nodes, best_node) -> dict[str, Any]:
 
 
 def audit_lines(summary: dict[str, Any]) -> list[str]:
-    from benchmark.machine_state import line
+    from benchmark.judge import platform_line as line
 
     out = []
     if summary.get("audited_nodes"):
         first = "; ".join(f"#{a['node']}: {', '.join(a['reasons'])}" for a in summary["audit"][:5])
-        out.append(f"- AUDIT: {summary['audited_nodes']} node(s) marked for audit (benchmark/audit.py): {first}")
+        out.append(f"- AUDIT: {summary['audited_nodes']} node(s) marked for audit (benchmark/judge/audit.py): {first}")
     if summary.get("below_floor_nodes"):
         out.append(f"- below the physical floor (not speedups): nodes {summary['below_floor_nodes']}")
     if summary.get("best_platform"):
@@ -283,8 +283,8 @@ def llm_by_tag(ledger) -> dict[str, dict[str, Any]]:
 
 
 def noise_floor_text(nf: dict[str, Any] | None) -> str:
-    """An A-vs-A of the baseline (benchmark/timing.py noise_floor) as report text."""
-    from benchmark.stats import fmt_interval
+    """An A-vs-A of the baseline (benchmark/judge/timing.py noise_floor) as report text."""
+    from benchmark.judge import fmt_interval
 
     if not nf or not nf.get("speedup"):
         return "not measured (the root was not timed)"
@@ -293,7 +293,7 @@ def noise_floor_text(nf: dict[str, Any] | None) -> str:
 
 
 def render_report(summary: dict[str, Any], tree, best_node, edit_summary, ledger) -> str:
-    from benchmark.stats import fmt_interval
+    from benchmark.judge import fmt_interval
 
     lines = [f"# LEKA run: {summary['task']} ({summary['backend']})", ""]
     sp = summary["best_speedup"]
@@ -372,7 +372,7 @@ def summary_table(s: dict[str, Any]) -> Table:
     t = Table(title=f"LEKA summary: {s['task']} ({s['backend']})")
     t.add_column("metric")
     t.add_column("value")
-    from benchmark.stats import fmt_interval
+    from benchmark.judge import fmt_interval
     from profilers.roof import fmt_fraction, fmt_sol
 
     sp = s.get("best_speedup")

@@ -128,7 +128,7 @@ def drive(cfg: LekaConfig, task: Task, run_dir: Path, *, resume: bool, quiet: bo
 
 def _drive(cfg: LekaConfig, task: Task, run_dir: Path, *, resume: bool, quiet: bool, live: bool | None,
            agents_factory: Callable[..., Agents] | None) -> dict[str, Any]:
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.roots import load_root
     from candidate_tree import Tree
     from leka.loop.context import RunContext

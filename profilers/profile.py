@@ -130,7 +130,7 @@ def profile_built(built, dev_args, target, backend: str = "llvm", candidate=None
     VM calls that are not PrimFuncs of `built.lowered` (vm.builtin.alloc_*, reshape, ...) are
     reported as builtins, not kernels. On GPUs the instrument synchronises the device around every
     call (VMRunner.profile_kernels), so each time is the kernel's, launch overhead included."""
-    if measured is not None:  # timed elsewhere: in the candidate's sandboxed worker (benchmark/isolated.py)
+    if measured is not None:  # timed elsewhere: in the candidate's sandboxed worker (benchmark/judge/sandbox/checks.py)
         rows, total = measured
     else:
         runner = runner or A.VMRunner(built.executable, A.device_for(backend))

@@ -192,7 +192,7 @@ def _kill_when_busy(board, key: str, done: threading.Event) -> None:
 
 @pytest.mark.board
 def test_board_killed_mid_evaluation_is_one_failed_evaluation(emulated_board, tmp_path):
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.task import load_task_file
     from leka import board as B
     from leka.core.config import DeviceConfig, EvaluatorConfig
@@ -264,7 +264,7 @@ def test_board_bad_input_is_one_line():
 def test_a_task_with_several_outputs_is_checked_through_rpc(tmp_path):
     """main returning a tuple of tensors (torch.chunk): the board hands the fields back one by one (RPC
     cannot index a remote tuple). A host llvm server stands in for the board here."""
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.task import resolve
     from leka.core.config import DeviceConfig, EvaluatorConfig
     from leka.ir import remote

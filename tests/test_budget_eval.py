@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tiny_l2 import COMPUTE, HEAD, HONEST, l2_candidate, sandbox_evaluator
 
-from benchmark import stats
+from benchmark.judge import stats
 from benchmark.task import load_task_file
 from leka import ir
 

@@ -128,7 +128,7 @@ def test_run_leaves_nothing_behind(sig, tmp_path):
 
 _HANG = '''
 import sys, time
-from benchmark import runner
+from benchmark.judge import runner
 import multiprocessing as mp
 ctx = mp.get_context("forkserver")
 ctx.set_forkserver_preload(["hang_mod"])

@@ -1,12 +1,12 @@
 """Issue 48, item 4: docs name what exists. Every README, every page of docs/ and every docstring of
 the project's code is read for the names it gives in backticks, and each must resolve:
 
-- a path (`benchmark/sandbox.py`, `leka/ir/`, `docs/boards.md`), from the repository's root,
+- a path (`benchmark/judge/sandbox/control.py`, `leka/ir/`, `docs/boards.md`), from the repository's root,
   from the folder of the file that names it, or from a folder above it (leka/README.md names
   `core/types.py`): a tracked file or a folder holding one; with `::name` or `:name` after a Python
   file, that name is defined there;
 - a dotted name of one of the project's packages (`leka.core.confine`, `leka.core.confine.NOBODY`,
-  `benchmark.sandbox_wire.Deadline.limit`): the longest prefix that is a module, then each name after it
+  `benchmark.judge.sandbox.wire.Deadline.limit`): the longest prefix that is a module, then each name after it
   defined in the module (or in the class before it).
 
 Not checked: names of other projects, paths with placeholders (`RUN_DIR/...`, `<task>`, `*`, `$X`),
@@ -223,13 +223,13 @@ def test_docs_and_docstrings_name_what_exists():
 
 def test_the_checker_finds_a_missing_name(tmp_path):
     # the checker's rules on names that exist and names that do not
-    assert _path("benchmark/sandbox.py", "docs/threat_model.md") is None
+    assert _path("benchmark/judge/sandbox/control.py", "docs/threat_model.md") is None
     assert _path("core/confine.py", "leka/README.md") is None  # from a folder above the naming file
-    assert _path("benchmark/sandbox_wire.py::Deadline", "README.md") is None
+    assert _path("benchmark/judge/sandbox/wire.py::Deadline", "README.md") is None
     assert _path("benchmark/no_such_module.py", "README.md") == "no such file or folder"
-    assert "not defined" in _path("benchmark/sandbox_wire.py::NoSuchThing", "README.md")
+    assert "not defined" in _path("benchmark/judge/sandbox/wire.py::NoSuchThing", "README.md")
     assert _dotted("leka.core.confine.NOBODY") is None
-    assert _dotted("benchmark.sandbox_wire.Deadline.limit") is None
+    assert _dotted("benchmark.judge.sandbox.wire.Deadline.limit") is None
     assert "not defined" in _dotted("leka.core.confine.no_such_function")
     assert _dotted("leka.no_such_module") is not None
     assert kind("RUN_DIR/cli_settings.json") is None or PLACEHOLDER.search("RUN_DIR/cli_settings.json")

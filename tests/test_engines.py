@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import baselines, engines, process_state
-from benchmark.evaluator import Evaluator
+from benchmark import baselines, engines
+from benchmark.judge import Evaluator, process_state
 from benchmark.task import load_task_file, resolve
 from leka.backends import get_backend
 from leka.core.config import BaselineConfig, EvaluatorConfig

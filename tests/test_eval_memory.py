@@ -7,11 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmark import memory
-from benchmark import refs as refstore
-from benchmark.evaluator import Evaluator
+from benchmark.judge import Evaluator, compare, memory
+from benchmark.judge import refs as refstore
 from benchmark.task import load_task_file
-from benchmark.worker import compare
 from leka.core.config import EvaluatorConfig
 
 MATMUL = '''

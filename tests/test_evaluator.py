@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.evaluator import Evaluator
+from benchmark.judge import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
 from leka.core.config import EvaluatorConfig

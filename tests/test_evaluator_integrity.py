@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from tiny_l2 import COMPUTE, HEAD, HONEST, l2_candidate
 
-from benchmark.evaluator import Evaluator
+from benchmark.judge import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
 from leka.core.config import EvaluatorConfig
@@ -278,7 +278,7 @@ def test_kernel_that_stops_computing_once_timing_starts_is_stale(task, root, tmp
 
 def test_lean_timing_keeps_the_output_buffer_defences(task, root, tmp_path):
     """The lean timing of outputs near the memory cap (naive allocator, no held outputs, 3 input sets;
-    benchmark/memory.py) forced on the tiny task, whose outputs are too small for fresh zeroed pages:
+    benchmark/judge/memory.py) forced on the tiny task, whose outputs are too small for fresh zeroed pages:
     the rotation alone still gives each call a buffer that held another set's result."""
     reps = 400
     lean = _ev(tmp_path, timing_memory="lean")

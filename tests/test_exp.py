@@ -310,7 +310,7 @@ def test_flat_agent_interleaves_levels_and_tells_each_agent_its_level():
 def test_cell_metrics_count_slowdowns_and_failures():
     from leka.exp.report import bootstrap_ratio, cell_metrics
 
-    # Fast@p counts the lower bound of each job's interval (benchmark/stats.py), not its point
+    # Fast@p counts the lower bound of each job's interval (benchmark/judge/stats.py), not its point
     rows = [{"correct": True, "compiled": True, "speedup_ref": 2.0, "speedup_ref_lo": 1.8, "timing_valid_ref": True},
             {"correct": True, "compiled": True, "speedup_ref": 0.5, "speedup_ref_lo": 0.45,
              "timing_valid_ref": True},  # a slowdown
@@ -355,7 +355,7 @@ def test_a_stopped_worker_leaves_no_result_a_failing_arm_leaves_a_row(tmp_path, 
 def test_a_grid_measures_one_evaluation_per_cpu_socket_by_default(tmp_path):
     # issue 27: timings of two jobs never overlap on the host's cores unless the config says so; a GPU
     # backend's evaluations are held apart by its GPU lock instead
-    from benchmark.slots import cpu_sockets
+    from benchmark.judge.slots import cpu_sockets
 
     base = {"name": "s", "tasks": {"ids": ["l1_relu6"]}, "backends": ["llvm"], "arms": [{"name": "leka"}]}
     cfg = C.ExpConfig.model_validate(base)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tiny_l2 import HEAD, l2_candidate
 
-from benchmark.evaluator import Evaluator
+from benchmark.judge import Evaluator
 from benchmark.roots import load_root
 from benchmark.task import load_task_file
 from leka import ir

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agents.l2_cuda import fast_math, ldg, unroll
-from benchmark import gpu_timing
+from benchmark.judge import gpu_timing
 from leka.backends import get_backend
 
 DATA = Path(__file__).parent / "data"
@@ -83,7 +83,7 @@ def test_cuda_builds_without_fast_math_unless_the_user_asks(monkeypatch):
 def test_gpu_lock_serialises_processes(tmp_path):
     # two children take the lock in turn: the second's start is after the first's end
     code = (f"import os,sys,time; sys.path.insert(0, {str(ROOT)!r}); os.environ['LEKA_GPU_LOCK']={str(tmp_path / 'lock')!r}\n"
-            "from benchmark.gpu_timing import gpu_lock\n"
+            "from benchmark.judge.gpu_timing import gpu_lock\n"
             "with gpu_lock():\n"
             "    a=time.time(); time.sleep(0.5); b=time.time()\n"
             "print(a, b)")
@@ -99,7 +99,7 @@ def test_evaluation_child_holds_the_gpu_lock_until_it_exits(tmp_path):
 
     lock = tmp_path / "lock"
     code = (f"import os,sys,time; sys.path.insert(0, {str(ROOT)!r}); os.environ['LEKA_GPU_LOCK']={str(lock)!r}\n"
-            "from benchmark import gpu_timing\n"
+            "from benchmark.judge import gpu_timing\n"
             "gpu_timing.hold_gpu_lock()\n"
             "import gc; gc.collect(); print('held', flush=True); time.sleep(3)")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
@@ -176,7 +176,7 @@ def test_rule_agents_cuda_edits_build_without_a_gpu(tmp_path):
 # ----------------------------------------------------------------------------- on a GPU
 @pytest.fixture(scope="module")
 def ev(tmp_path_factory):
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from leka.core.config import EvaluatorConfig
 
     cfg = EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0)
@@ -193,7 +193,7 @@ def task():
 @pytest.fixture(scope="module")
 def ev_inproc(tmp_path_factory):
     """The pre-sandbox path (evaluator.sandbox=false): the candidate in the evaluation process."""
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from leka.core.config import EvaluatorConfig
 
     cfg = EvaluatorConfig(timeout_s=300, memory_cap_gb=16.0, timing_budget_s=1.0, sandbox=False)
@@ -274,7 +274,7 @@ def test_cuda_device_global_state_is_caught(task, tmp_path, baseline):
     # a __device__ global that outlives a call: computed once, skipped after (the static check is off
     # here, so the worker's checks alone must reject it). Issue 43: against a torch baseline too, whose
     # evaluation timed the candidate in the judge's process on one fixed input set before
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from leka.core.config import EvaluatorConfig
 
     def once(head: str, body: str) -> str:
@@ -307,7 +307,7 @@ def test_root_on_gpu_is_checked_timed_and_measured(task, ev_inproc):
 @pytest.mark.parametrize("kind", ["torch", "torch_compile", "torch_compile_cg"])
 def test_torch_baselines_on_gpu(task, ev, kind):
     # issue 43: the candidate in its sandboxed worker, the torch baseline in a trusted worker of its own
-    # on the same fresh windows (benchmark/sandbox_baseline.py), each arm's drawn call checked against
+    # on the same fresh windows (benchmark/judge/sandbox/baseline.py), each arm's drawn call checked against
     # the other's (a CUDA graph's replayed outputs recomputed on their slot)
     res = ev.evaluate(task, baseline=kind)
     assert res.correct, res.error

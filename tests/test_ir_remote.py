@@ -88,7 +88,7 @@ def test_tracker_that_never_answers_a_request_times_out():
 
 
 def test_runners_are_a_table_of_kinds():
-    from benchmark import runner
+    from benchmark.judge import runner
     from leka.core.protocols import Runner
 
     assert sorted(runner.RUNNERS) == ["local", "rpc"]
@@ -107,8 +107,8 @@ def test_runners_are_a_table_of_kinds():
 def test_the_evaluator_runs_a_board_through_the_rpc_runner(tmp_path):
     """An llvm RPC server behind a tracker is a board: the evaluator picks the rpc runner, whose child
     builds here and checks and times there."""
-    from benchmark.evaluator import Evaluator
-    from benchmark.runner import RPCRunner
+    from benchmark.judge import Evaluator
+    from benchmark.judge.runner import RPCRunner
     from benchmark.task import load_task_file
     from leka.core.config import DeviceConfig, EvaluatorConfig
 

@@ -1,5 +1,5 @@
-"""Issue 43, the judge audited: no time under the physical floor (benchmark/floor.py), the platform in
-every timing (benchmark/machine_state.py), outliers marked for audit (benchmark/audit.py), and the
+"""Issue 43, the judge audited: no time under the physical floor (benchmark/judge/floor.py), the platform in
+every timing (benchmark/judge/machine_state.py), outliers marked for audit (benchmark/judge/audit.py), and the
 reports that show them. No kernel is timed: the floor test hands the judge's own step a real task's
 prepared state, a real measured roof and a fake measured time."""
 
@@ -11,7 +11,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from benchmark import audit, baselines, floor, machine_state, worker
+from benchmark import baselines
+from benchmark.judge import audit, floor, machine_state
+from benchmark.judge import job as steps
 from benchmark.task import resolve
 from leka.core.config import EvaluatorConfig
 from leka.core.types import EvalResult
@@ -30,19 +32,19 @@ def _have_cc() -> bool:
     return True
 
 
-def _prepared(task_id: str, tmp_path) -> worker.JobState:
+def _prepared(task_id: str, tmp_path) -> steps.JobState:
     """The judge's state after its own `prepare` step (task, root, footprint, target), as the
     evaluation child has it when the timing ends."""
     t = resolve(task_id)
     cfg = EvaluatorConfig().model_dump(mode="json")
     job = {"task_path": str(t.path), "task_id": t.id, "backend": "llvm", "candidate": None, "evaluator": cfg,
            "baseline": None, "time": False, "cache_dir": str(tmp_path / "cache"), "threads": 1}
-    st = worker.JobState(job=job, cfg=cfg, backend="llvm", res=EvalResult(task=t.id, baseline="tuned"))
-    assert worker.prepare(st)
+    st = steps.JobState(job=job, cfg=cfg, backend="llvm", res=EvalResult(task=t.id, baseline="tuned"))
+    assert steps.prepare(st)
     return st
 
 
-def _timed(st: worker.JobState, t_candidate_s: float, speedup: float = 3.0) -> None:
+def _timed(st: steps.JobState, t_candidate_s: float, speedup: float = 3.0) -> None:
     """What `timing.record` leaves in a correct, validly timed result; only the times are made up."""
     r = st.res
     r.compiled = r.correct = r.timing_valid = True
@@ -62,8 +64,8 @@ def test_a_time_under_the_physical_floor_is_not_a_speedup(tmp_path, monkeypatch)
     sol = floor.task_floor(work, pk).sol_s
     assert sol > 0
     # the real evaluator path runs this step after the timing, whatever path timed
-    assert floor.physical_floor in worker.STEPS
-    assert worker.STEPS.index(floor.physical_floor) == worker.STEPS.index(worker.time_step) + 1
+    assert floor.physical_floor in steps.STEPS
+    assert steps.STEPS.index(floor.physical_floor) == steps.STEPS.index(steps.time_step) + 1
 
     _timed(st, t_candidate_s=0.1 * sol)  # ten times faster than the machine can compute the task
     assert floor.physical_floor(st)

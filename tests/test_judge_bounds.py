@@ -132,7 +132,7 @@ def job(job, out_path):
 
 DRIVER = r'''
 import json, multiprocessing as mp, sys
-from benchmark import runner
+from benchmark.judge import runner
 runner._CTX = mp.get_context("forkserver")
 runner._CTX.set_forkserver_preload(["reap_helper"])
 job = {"evaluator": {"fresh_seed": False, "seeds": [0]}, "baseline": None, "task_id": "reap", "backend": "llvm",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.evaluator import Evaluator
+from benchmark.judge import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
 from leka import tvm_adapter as A

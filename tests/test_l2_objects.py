@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark.evaluator import Evaluator
+from benchmark.judge import Evaluator
 from benchmark.task import load_task_file
 from leka import ir
 from leka.core.config import EvaluatorConfig
@@ -33,7 +33,7 @@ PASTE = "#define CAT(a, b) a##b\n"
 PY = HEAD + PASTE + r"""
 extern "C" int CAT(PyRun_, SimpleString)(const char*);
 extern "C" int32_t ENTRY(float* x, float* w, float* out) {
-  CAT(PyRun_, SimpleString)("import benchmark.outputs as o; o.compare = lambda *a, **k: None");
+  CAT(PyRun_, SimpleString)("import benchmark.judge.outputs as o; o.compare = lambda *a, **k: None");
 """ + BODY + "  return 0;\n}\n"
 PY_PLAIN = PY.replace("CAT(PyRun_, SimpleString)", "PyRun_SimpleString")
 FILES = HEAD + PASTE + r"""

@@ -273,3 +273,32 @@ def test_widening_goes_on_while_a_round_finds_something_new(tmp_path):
     assert final["widen"] == 3 and final["evals"] == 3, final
     assert final["stop_reason"] == "nothing left to expand (after 3 widened round(s), the last of which found nothing new)"
     ctx.tree.close()
+
+
+class ContextRecorder(ScriptedAgent):
+    """A scripted agent that keeps the context of each of its calls."""
+
+    def __init__(self, level: str, script: list[list[Edit]]):
+        super().__init__(level, script)
+        self.contexts = []
+
+    def propose(self, candidate, context):
+        self.contexts.append(context)
+        return super().propose(candidate, context)
+
+
+def test_the_agent_context_is_built_once_per_iteration(tmp_path):
+    """Issue 48: the route's context is the propose's (its level and reason set), not built a second time."""
+    l2 = ContextRecorder("L2", [[opt(**{"opt-level": 1})], [opt(**{"opt-level": 2})], [opt(**{"fast-math": True})]])
+    ctx = make_ctx(tmp_path, {"L2": l2}, TableEvaluator({}), "run.routing=fixed:L2", "run.max_evals=4",
+                   "run.widen_rounds=0")
+    routes: list[dict] = []
+    ctx.on_event = lambda kind, info: routes.append(info) if kind == "route" else None
+    run_graph(ctx)
+    assert len(routes) >= 3 and l2.calls == len(routes)
+    assert ctx.contexts_built == len(routes)  # one per route; the propose after it builds none
+    assert [c.level for c in l2.contexts] == ["L2"] * l2.calls
+    assert all(c.route_reason == "fixed routing to L2" for c in l2.contexts)
+    # what the agent saw is what the route built for that node: the children already tried there
+    assert all(isinstance(c.tried, set) and c.deadline is not None for c in l2.contexts)
+    ctx.tree.close()

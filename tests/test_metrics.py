@@ -2,8 +2,8 @@
 
 import math
 
+from benchmark.judge.stats import geomean
 from benchmark.metrics import compile_at_1, correct_at_1, fast_at, geomean_speedup, summarize
-from benchmark.stats import geomean
 from leka.core.types import EvalResult
 
 

@@ -27,7 +27,7 @@ extern "C" void PyGILState_Release(int);
 extern "C" int32_t ENTRY(float* x, float* w, float* out) {
   int g = PyGILState_Ensure();
   PyRun_SimpleString(
-      "import benchmark.outputs as o, benchmark.isolated as i\n"
+      "import benchmark.judge.outputs as o, benchmark.judge.sandbox.checks as i\n"
       "o.compare = i.compare = lambda *a, **k: (None, '', 0.0, 0.0)\n"
       "open('MARKER', 'w').write('ran in the judge')\n");
   PyGILState_Release(g);
@@ -281,7 +281,7 @@ def test_sandbox_off_runs_in_the_evaluation_process(task, root, tmp_path):
 def test_worker_protocol_rejects_malformed_answers():
     import socket
 
-    from benchmark import sandbox
+    from benchmark.judge.sandbox import control as sandbox
 
     class Unstarted(sandbox.SandboxWorker):  # no process behind it: nothing to signal or reap
         def _cont(self) -> None: ...
@@ -297,7 +297,7 @@ def test_worker_protocol_rejects_malformed_answers():
     w = Unstarted(pid=0, sock=a, role="candidate", n_outputs=1, layers=[])
     w.pool = pool
     for bad in ({"got": "three"}, {"got": -1}, {"got": 10**9}, {"nothing": 1}):
-        sandbox._send(b, bad)
+        sandbox.send_frame(b, bad)
         with pytest.raises(sandbox.WorkerDied):
             w.run([[0]])
     b.sendall(b"\x05\x00\x00\x00\x00\x00\x00\x00{bad}")
@@ -318,7 +318,8 @@ def test_worker_jail_and_outputs_read_in_pieces(monkeypatch, tmp_path):
 
     import numpy as np
 
-    from benchmark import isolated, sandbox
+    from benchmark.judge.sandbox import checks as isolated
+    from benchmark.judge.sandbox import control as sandbox
 
     secret = tmp_path / "secret"
     secret.write_text("x")
@@ -440,7 +441,7 @@ def test_the_warm_call_reads_contents_no_timed_call_reads(task, root, tmp_path):
 JUDGE = r"""
 import ctypes, sys, time
 import numpy as np
-from benchmark import sandbox
+from benchmark.judge.sandbox import control as sandbox
 
 specs = [sandbox.InputSpec((16,), "float32")]
 pool = sandbox.Pool(specs, 4, max_calls=2)
@@ -488,7 +489,7 @@ def test_a_stopped_worker_dies_with_its_killed_judge(tmp_path):
 OMP_PROBE = r"""
 import ctypes, os
 import torch
-from benchmark.sandbox_worker import _warm_openmp
+from benchmark.judge.sandbox.worker import _warm_openmp
 torch.set_num_threads(1)  # as the judge forks its workers (worker.run_job)
 pid = os.fork()
 if pid == 0:

@@ -1,4 +1,4 @@
-"""The sandboxed worker's thread placement (benchmark/sandbox_worker.py place_threads): its main thread on
+"""The sandboxed worker's thread placement (benchmark/judge/sandbox/worker.py place_threads): its main thread on
 a core no pinned pool thread holds, the free threads on the other cores. Run in a child process, since
 it changes the caller's affinity."""
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import json, os, threading, time
-from benchmark.sandbox_worker import place_threads
+from benchmark.judge.sandbox.worker import place_threads
 cpus = sorted(os.sched_getaffinity(0))
 ready, stop = threading.Barrier(3), threading.Event()
 ids = {}

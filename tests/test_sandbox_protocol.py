@@ -157,7 +157,7 @@ def test_the_judge_reads_the_loop_progress_after_the_answer():
 
     import numpy as np
 
-    from benchmark import sandbox
+    from benchmark.judge.sandbox import control as sandbox
 
     def setup(buf, pool):
         def run(n, offs_addr, res_addr, cap, progress_addr, nonce):

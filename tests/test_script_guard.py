@@ -15,7 +15,7 @@ import pytest
 import tvm
 import tvm_ffi
 
-from benchmark.evaluator import Evaluator
+from benchmark.judge import Evaluator
 from benchmark.task import load_task_file, resolve
 from leka import ir
 from leka import tvm_adapter as A

@@ -1,4 +1,4 @@
-"""Measuring slots (benchmark/slots.py): evaluations of one machine queue for N slots across processes,
+"""Measuring slots (benchmark/judge/slots.py): evaluations of one machine queue for N slots across processes,
 a dead holder frees its slot, and the wait is neither the evaluation's timeout nor the run's budget. The
 CPU gate: shared for work that only competes for the cores, exclusive for timing, writer first."""
 
@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmark import slots
-from benchmark.evaluator import Evaluator
+from benchmark.judge import Evaluator, slots
 from benchmark.task import load_task_file
 from leka.core.config import EvaluatorConfig
 from leka.loop.context import RunContext

@@ -1,5 +1,5 @@
 """The speedup's interval, the stopping rule, Fast@p with intervals, load detection and the reports that
-show them (benchmark/stats.py, benchmark/load.py, benchmark/timing.py paired_timing / record). Pure:
+show them (benchmark/judge/stats.py, benchmark/judge/load.py, benchmark/judge/timing.py paired_timing / record). Pure:
 synthetic timers whose samples come from a seeded RNG, fake /proc/stat files, rows in memory; no kernel
 is timed and no evaluator runs."""
 
@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from benchmark import load, stats, timing
+from benchmark.judge import load, stats, timing
 from benchmark.metrics import fast_at, fast_at_interval, geomean_speedup_interval, summarize
 from leka.core.config import EvaluatorConfig
 from leka.core.types import EvalResult, is_faster

@@ -1,4 +1,4 @@
-"""The timers of the timing protocol (benchmark/timing.py): the C++ loop (leka.tvm_adapter.call_loop)
+"""The timers of the timing protocol (benchmark/judge/timing.py): the C++ loop (leka.tvm_adapter.call_loop)
 calls a function on rotating input sets with no Python between calls, carries the set across samples,
 hands the last output of each sample to the check, and keeps outputs alive so that the buffer a VM
 call writes last held another input set's result."""
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark import baselines, timing
+from benchmark.judge import baseline_arm, timing
 from benchmark.task import load_task_file
 from leka import ir
 from leka import tvm_adapter as A
@@ -159,10 +159,10 @@ def test_vm_timer_falls_back_to_the_python_loop_without_a_compiler(vm, tmp_path,
     with pytest.raises(A.CallLoopUnavailable, match="no C\\+\\+ compiler"):
         A.call_loop.rotating_loop(runner.vm["main"], [runner.to_device(inputs[0])], str(tmp_path))
     seen: list[int] = []
-    t = baselines.vm_rotating_timer(runner, inputs[:2], check=lambda k, out: seen.append(k), cache_dir=str(tmp_path))
+    t = baseline_arm.vm_rotating_timer(runner, inputs[:2], check=lambda k, out: seen.append(k), cache_dir=str(tmp_path))
     assert t.kind == "python_loop" and t.sample(3) > 0 and seen == [0]
     monkeypatch.delenv("LEKA_CXX")
-    t = baselines.vm_rotating_timer(runner, inputs[:2], check=lambda k, out: seen.append(k), cache_dir=str(tmp_path))
+    t = baseline_arm.vm_rotating_timer(runner, inputs[:2], check=lambda k, out: seen.append(k), cache_dir=str(tmp_path))
     assert t.kind == "cpp_loop" and t.sample(3) > 0 and seen == [0, 0]
 
 
@@ -261,7 +261,7 @@ def test_drawn_call_counts_leave_no_call_safe_to_skip():
     without a ring (every output kept) the count stays within 3/4 of the planned one."""
     import random
 
-    from benchmark.sandbox_timing import draw_calls
+    from benchmark.judge.sandbox.timing import draw_calls
 
     rng = random.Random(7)
     n, most, hold = 40, 257, 3

@@ -45,7 +45,7 @@ def l2_candidate(task, root, src: str, name: str, reps: int = 0, **subs: str):
 def sandbox_evaluator(tmp_path, **over):
     """The evaluator the sandbox's adversarial tests share: the static checks off, so the boundary alone
     is tested; a short timing budget; `over` changes any setting."""
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from leka.core.config import EvaluatorConfig
 
     cfg = EvaluatorConfig(**{"timeout_s": 120, "memory_cap_gb": 2.0, "timing_budget_s": 1.0, "static_check": False,

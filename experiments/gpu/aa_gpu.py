@@ -1,6 +1,6 @@
 """Issue 27: A-vs-A of the GPU time steps. Every subset69 task's untouched root against untuned TVM
 (DLight: the same program on both arms) under each protocol of each backend, one evaluation each,
-with the speedup's interval (benchmark/stats.py). A task passes when its A/A speedup is within
+with the speedup's interval (benchmark/judge/stats.py). A task passes when its A/A speedup is within
 [0.97, 1.03] or its interval contains 1.
 
 Groups (`--groups`, in priority order: the queue is drained in that order; `GROUP@N`: its first N tasks):
@@ -60,7 +60,7 @@ def verdict(row: dict) -> dict:
 
 
 def evaluate(backend: str, proto: str, tid: str, cache: str, timeout_s: float) -> dict:
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.task import resolve
     from leka.core.config import EvaluatorConfig
 
@@ -151,7 +151,7 @@ def run(args) -> None:
 
 
 def summarise(rows: list[dict]) -> list[dict]:
-    from benchmark.stats import geomean
+    from benchmark.judge import geomean
 
     out = []
     for key in dict.fromkeys((r["backend"], r["protocol"]) for r in rows):

@@ -8,7 +8,7 @@ MetaSchedule-N, PyTorch eager and torch.compile.
     python experiments/gpu/cuda_subset.py render --out DIR
 
 `runs` starts one `leka run --backend cuda` per task, `--jobs` at a time: builds overlap, while
-checks and timings take the GPU one evaluation at a time (benchmark/gpu_timing.py's lock).
+checks and timings take the GPU one evaluation at a time (benchmark/judge/gpu_timing.py's lock).
 `tune` runs `leka bench baseline --backend cuda --trials N` per task, `--jobs` at a time, on the
 GPUs it is given (CUDA_VISIBLE_DEVICES): keep it off the GPU that times.
 `table` takes each run's best candidate and, in a fresh process per task (task i on GPU i mod
@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmark.stats import geomean  # noqa: E402
+from benchmark.judge import geomean  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- runs
@@ -185,8 +185,7 @@ def table_task(row: dict, trials: int, cache_dir: str, out: str, gpu: int | None
     warnings.filterwarnings("ignore")
     import torch
 
-    from benchmark import gpu_timing
-    from benchmark.refs import flat_outputs
+    from benchmark.judge import flat_outputs, gpu_timing
     from benchmark.roots import load_root
     from benchmark.task import resolve
     from leka import ir
@@ -228,8 +227,7 @@ def _gpu_timers(res: dict, task, inputs: list, refs: list, tin: list, executable
     one L2 flusher. Called inside the GPU lock."""
     import torch
 
-    from benchmark import gpu_timing
-    from benchmark.worker import compare
+    from benchmark.judge import compare, gpu_timing
     from leka import tvm_adapter as A
 
     dev = A.device_for("cuda")

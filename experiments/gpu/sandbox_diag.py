@@ -1,6 +1,6 @@
 """Which of the sandbox's layers a device backend's worker trips on (issue 26, run on the GPU host).
 
-Each variant runs one evaluation job (`benchmark.worker.run_job`, in a forked child of this process,
+Each variant runs one evaluation job (`benchmark.judge.job.run_job`, in a forked child of this process,
 so the variant's change to the worker's layers applies) of a task's root against untuned TVM:
 `full` is the default sandbox; the others drop one layer (`no_seccomp`, `no_jail`, `no_limits`) or add
 one group of system calls to the allow-list (`+open`, `+clone`, `+exec_mem`, `+misc`). A variant that
@@ -24,7 +24,7 @@ import os
 import tempfile
 import time
 
-# as benchmark/runner.py sets them for its evaluation children: tvm_ffi's import asks torch whether CUDA
+# as benchmark/judge/runner.py sets them for its evaluation children: tvm_ffi's import asks torch whether CUDA
 # is there, which must not initialise it in a process that forks device workers
 os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
@@ -45,7 +45,7 @@ def _protocol(refill: bool, positions: bool) -> None:
     """The sandboxed timing's input protocol with one of its two freshness rules off: `refill` False =
     the pool filled once, not before every request; `positions` False = every call's window at its
     copy's start (consecutive calls still alternate copies, as the in-process loop's two sets do)."""
-    from benchmark import sandbox_timing as T
+    from benchmark.judge.sandbox import timing as T
 
     filled: set[int] = set()
 
@@ -56,7 +56,7 @@ def _protocol(refill: bool, positions: bool) -> None:
             pool.fill(self.make, rng.randrange(10**6, 2**31 - 10**5), slack_seed=rng.randrange(10**6, 2**31 - 10**5))
             filled.add(id(pool))
         t = time.perf_counter() - t
-        # a copy's windows are disjoint (benchmark/sandbox_pool.py): calls on one copy take distinct ones
+        # a copy's windows are disjoint (benchmark/judge/sandbox/pool.py): calls on one copy take distinct ones
         per_input = [rng.sample(range(pool.positions), -(-n // pool.sets)) if positions else [0] * n
                      for _ in pool.specs]
         first = rng.randrange(pool.sets)
@@ -71,7 +71,7 @@ PROTOCOL = {"no_refill": (False, True), "fixed_pos": (True, False), "stale_input
 
 
 def _patch(variant: str) -> None:
-    from benchmark import sandbox_worker as W
+    from benchmark.judge.sandbox import worker as W
 
     if variant in PROTOCOL:
         _protocol(*PROTOCOL[variant])
@@ -140,7 +140,7 @@ def run_variant(variant: str, task, backend: str, cache: str, cand=None) -> dict
         code = 0
         try:
             _patch(variant)
-            from benchmark.worker import run_job
+            from benchmark.judge import run_job
 
             run_job(job, out)
         except BaseException:  # noqa: BLE001

@@ -6,7 +6,7 @@ correct candidate while 12 runs shared the GPU (alone it was correct).
 
 Per mode, `--runs` `leka run --backend cuda` of the task at once (seeds 0..N-1, so each has its own run
 folder): `lock` as LEKA runs them (every check, profile and timing holds the GPU alone: one lock file,
-benchmark/gpu_timing.py), `nolock` with one lock file per run, so their checks and timings overlap on
+benchmark/judge/gpu_timing.py), `nolock` with one lock file per run, so their checks and timings overlap on
 the GPU as they did before the lock was fixed (the first CUDA table; cuda_subset_h200.md, "What changed
 since the first table"). Per run: whether its root and best were correct, and every failed node's error
 kind and first line, as JSON lines in DIR/rows.jsonl; a table of both modes on stdout.

@@ -294,7 +294,7 @@ def _new_run_dir(out: Path, name: str) -> Path:
 
 def _judge(res: ClaudeCodeResult, run_dir: Path, task, cfg, ws: Path) -> None:
     """Evaluate the best measured candidate (or the final folder) again, in the harness."""
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from leka.arms.workspace import best_eval, folder_digest, read_evals
     from leka.core.types import EvalResult
     from leka.ir.files import CandidateFilesError, read_candidate

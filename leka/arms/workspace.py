@@ -139,7 +139,7 @@ def write_contract(ws: Path, cfg: LekaConfig, budget_s: float, machine: str, thr
 def write_profile(views: Path, task, start, cfg: LekaConfig) -> None:
     """The starting candidate's profile (the same evaluation as the loop's root, on the backend's
     device): views/profile.json and its text, views/profile.txt."""
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from leka.loop.context import profile_text
 
     res, prof = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline, device=cfg.device).evaluate_full(

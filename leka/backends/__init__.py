@@ -24,7 +24,7 @@ Fields (keep the interface small; add a field here, with a default, when a backe
 - `gpu`: lowering adds DLight default schedules and an L1 trace must bind threads (GPU rule variants,
   no CPU layout passes).
 - `cuda`: the CUDA runtime: evaluations hold the GPU alone, time with device timers after an L2 flush,
-  report device memory, a CUDA fault ends the evaluation process (`benchmark/gpu_timing.py`), and an
+  report device memory, a CUDA fault ends the evaluation process (`benchmark/judge/gpu_timing.py`), and an
   L2 source is compiled with nvcc when an edit is applied.
 - `source_hook`: the TVM global through which the generated device source passes at compile time
   (L2 kernel texts are spliced in there); None: the backend has none (Metal), so a spliced L2 source

@@ -28,13 +28,13 @@ class EvaluatorConfig(_Section):
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
     timeout_s: float = 600.0  # wall clock of one evaluation child process
     # resident memory of the evaluation (its child processes); over it they are killed. None: derived
-    # from the task's footprint and this machine's memory (benchmark/memory.py)
+    # from the task's footprint and this machine's memory (benchmark/judge/memory.py)
     memory_cap_gb: float | None = None
     input_cap_gb: float = 2.0  # inputs + params bigger than this are refused up front
     # timing: after each arm's first call (its one-time costs: an OpenCL program's build at first launch),
-    # this many rounds of one call per arm, the last planning the samples (benchmark/timing.py _plan);
+    # this many rounds of one call per arm, the last planning the samples (benchmark/judge/timing.py _plan);
     # 0 = planned from the first calls (before issue 27's OpenCL A/A fix). In-process only: the sandboxed
-    # protocol's timers are warm and plan from their first timed calls (benchmark/sandbox_timing.py timers)
+    # protocol's timers are warm and plan from their first timed calls (benchmark/judge/sandbox/timing.py timers)
     warmup: int = Field(1, ge=0)
     max_pairs: int = 15  # candidate/baseline timing pairs (A B A B ...)
     min_pairs: int = 3
@@ -46,10 +46,10 @@ class EvaluatorConfig(_Section):
     timing_budget_s: float = 4.0
     # issue 44: where one call of the root takes this long or more (its check says so) and the baseline is
     # the root's own program (untuned TVM), the root is timed alone and its samples are the baseline's,
-    # reused by the run's later evaluations (timed alone, unpaired: benchmark/stats.py ratio_interval)
+    # reused by the run's later evaluations (timed alone, unpaired: benchmark/judge/stats.py ratio_interval)
     # instead of running the slow baseline in each; 0 = every evaluation paired (sandboxed llvm only)
     reuse_baseline_s: float = Field(1.0, ge=0.0)
-    # the speedup's confidence interval (benchmark/stats.py: geometric mean of the per-pair ratios,
+    # the speedup's confidence interval (benchmark/judge/stats.py: geometric mean of the per-pair ratios,
     # bootstrap over pairs widened to at least the Student-t interval); "faster" = its lower bound > 1
     ci_level: float = Field(0.95, gt=0.5, lt=1.0)
     # timing stops before the planned pairs once, after min_pairs, the interval's relative width
@@ -59,10 +59,10 @@ class EvaluatorConfig(_Section):
     # ratios <= 0.10, is for normal log-ratios a per-pair sd of ~0.074, i.e. a 95% interval ~0.08 wide
     # over 15 pairs and ~0.14 over 7; 0.25 trusts a point to about +-12%, and "faster" needs lo > 1 anyway
     max_ci_width: float = Field(0.25, gt=0.0)
-    # a timing is marked loaded (EvalResult.extra["machine_load"], benchmark/load.py) when other
+    # a timing is marked loaded (EvalResult.extra["machine_load"], benchmark/judge/load.py) when other
     # processes' CPU time plus steal time is over this share of one core for the timing's wall time
     load_share: float = Field(0.25, ge=0.0)
-    # the noise floor (benchmark/timing.py noise_floor): after the comparison, the baseline timed against
+    # the noise floor (benchmark/judge/timing.py noise_floor): after the comparison, the baseline timed against
     # itself by the same protocol (A-vs-A), EvalResult.extra["noise_floor"]. A run measures it in its root
     # evaluation and a grid in every judged one, whatever this says; true: in every evaluation
     noise_floor: bool = False
@@ -76,19 +76,19 @@ class EvaluatorConfig(_Section):
     # compiled kernels (llvm) kept by structural hash and reused across candidates: a candidate builds
     # only the kernels no earlier one had (leka/tvm_adapter/kernel_cache.py); false: tvm.compile each time
     kernel_cache: bool = True
-    # evaluations of this machine at once, across processes (benchmark/slots.py); 0 = no limit. A grid
+    # evaluations of this machine at once, across processes (benchmark/judge/slots.py); 0 = no limit. A grid
     # with LLM jobs sets it so jobs waiting on a model do not hold a measuring core
     measure_slots: int = 0
     # integrity (issue 13, docs/threat_model.md)
     timing_input_sets: int = 2  # timed calls alternate between this many checked input sets; 1 = one fixed set
     check_timed_outputs: bool = True  # the last output of each timing sample is checked (stale_output)
-    # how the timing holds outputs (benchmark/memory.py TimingPlan): auto = lean only where TVM's pooled
+    # how the timing holds outputs (benchmark/judge/memory.py TimingPlan): auto = lean only where TVM's pooled
     # allocator and the held outputs would pass the memory cap (outputs of GiB); standard; lean
     timing_memory: Literal["auto", "standard", "lean"] = "auto"
     fresh_seed: bool = True  # one more checked seed, drawn per evaluation
     static_check: bool = True  # L2 sources are scanned before the build (illegal_source)
     process_check: bool = True  # process-wide settings checked after each candidate run (process_state)
-    # issue 26: the candidate runs in a sandboxed worker process (benchmark/sandbox.py; llvm); the judge
+    # issue 26: the candidate runs in a sandboxed worker process (benchmark/judge/sandbox/control.py; llvm); the judge
     # keeps inputs, references, clock and verdict. False: the candidate runs in the evaluation process
     sandbox: bool = True
     # the input pool's budget: a window per call, no two of a request overlapping (issue 43), each request
@@ -114,13 +114,13 @@ class EvaluatorConfig(_Section):
     # cost the in-process loop's fixed `number` of calls spreads thin (in the diagnostic side by side:
     # 7.70-8.05x with it, 7.46-7.75x without, 8.36-8.47x in-process: bench_eval_integrity.md, eighth)
     sandbox_warm_call: bool = True
-    # the sandboxed CPU worker's compute threads one core each (benchmark/sandbox_worker.py place_threads).
+    # the sandboxed CPU worker's compute threads one core each (benchmark/judge/sandbox/worker.py place_threads).
     # Side by side on 2026-12-03 (bench_eval_integrity.md, fifth measurement): A-vs-A 19/23 pinned against
     # 16/23 unpinned, LEKA's answers 6-14% faster pinned on all 4 tasks; false: placed by the kernel
     sandbox_pin: bool = True
     # issue 43: how long the judge waits for a worker's answer before it kills it and the evaluation ends as
     # `timeout` naming the step: floor + factor x the request's calls x the slowest per-call time measured
-    # in that worker so far (benchmark/sandbox_wire.py Deadline)
+    # in that worker so far (benchmark/judge/sandbox/wire.py Deadline)
     sandbox_request_floor_s: float = Field(20.0, gt=0.0)
     sandbox_request_factor: float = Field(10.0, ge=1.0)
     # a worker's requests of calls before any of its calls was measured (the first check): floor + this
@@ -129,7 +129,7 @@ class EvaluatorConfig(_Section):
     # diagnostics: every sandboxed timing request's split (the judge's clock, the worker's own, the pool
     # refill) in EvalResult.extra["timing_diag"] (experiments/bench_sandbox_split.py)
     timing_diag: bool = False
-    # issue 43: a candidate measured under floor_slack x its task's speed-of-light time (benchmark/floor.py:
+    # issue 43: a candidate measured under floor_slack x its task's speed-of-light time (benchmark/judge/floor.py:
     # max(flops / peak FMA, compulsory bytes / the bandwidth of the level they fit in), the measured roof
     # of `leka bench roof`) is below_physical_floor, not a speedup. Slack, not 1.0, because the roof cannot
     # see everything that makes an honest program faster: turbo above the clock the roof ran at, caches
@@ -138,7 +138,7 @@ class EvaluatorConfig(_Section):
     # multiplies), the roof's own noise. 0 turns the verdict off (the floor is still recorded)
     floor_slack: float = Field(0.5, ge=0.0, le=1.0)
     # issue 43: a speedup over this against a tuned baseline or an engine is marked for audit
-    # (EvalResult.extra["audit"]; benchmark/audit.py): plausible, but the kind of number an exploit makes
+    # (EvalResult.extra["audit"]; benchmark/judge/audit.py): plausible, but the kind of number an exploit makes
     audit_speedup: float = Field(10.0, gt=1.0)
 
     @model_validator(mode="before")

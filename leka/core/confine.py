@@ -94,7 +94,7 @@ def _filter(sc: Any) -> None:
 
 def deny_filter() -> None:
     """The filter alone (no other layer): for a sandboxed worker about to load a candidate's library
-    inside its jail (benchmark/sandbox_worker.py), before its own allow-list closes."""
+    inside its jail (benchmark/judge/sandbox/worker.py), before its own allow-list closes."""
     if _sc is None:
         raise ConfineError(available() or "")
     _filter(_sc)

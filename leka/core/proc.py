@@ -1,6 +1,6 @@
 """Processes that die with their parent (issue 26, item 8): a child of `leka` (an evaluation, a
 reference computation, a tuning run, a model server) must not outlive it, whatever stops it (Ctrl-C,
-SIGTERM, SIGKILL, a `timeout`). `benchmark/proc.py` re-exports it for the evaluator's children, with
+SIGTERM, SIGKILL, a `timeout`). `benchmark/judge/proc.py` re-exports it for the evaluator's children, with
 `become_subreaper` / `kill_descendants`: what a process under the evaluation started (even one that
 left its session or double-forked) dies with the evaluation (issue 43). No tvm; stdlib only.
 """

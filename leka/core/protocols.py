@@ -69,7 +69,7 @@ class Reports(Protocol):
 
 @runtime_checkable
 class Evaluator(Protocol):
-    """What the loop needs of the evaluator (benchmark.evaluator.Evaluator): a result and a profile;
+    """What the loop needs of the evaluator (benchmark.judge.evaluator.Evaluator): a result and a profile;
     `noise_floor`: the baseline also timed against itself (the loop asks it of the root's evaluation,
     `is_root`); `timing_budget_s`: this evaluation's timing phase, None for the configured one (the loop
     gives the last evaluation what its budget has left); `decide_below`: the parent's speedup, under which
@@ -94,7 +94,7 @@ class EvalFuture(Protocol):
 
 @runtime_checkable
 class Runner(Protocol):
-    """Runs evaluation jobs (benchmark/worker.py's steps) somewhere: a local child, an RPC board
-    (benchmark.runner.create(kind) makes one; MetaSchedule's runner shape)."""
+    """Runs evaluation jobs (benchmark/judge/job.py's steps) somewhere: a local child, an RPC board
+    (benchmark.judge.runner.create(kind) makes one; MetaSchedule's runner shape)."""
 
     def submit(self, job: dict[str, Any]) -> EvalFuture: ...

@@ -42,7 +42,7 @@ ErrorKind = Literal[
     "process_state",  # the candidate changed process-wide settings (affinity, threads, FP mode, env)
     "gpu_fault",  # a CUDA fault (illegal address, launch failure): the child and its context are discarded
     # correct, but timed under the task's speed-of-light time x evaluator.floor_slack: no honest program
-    # is that fast on this machine, so the time is not a speedup (benchmark/floor.py)
+    # is that fast on this machine, so the time is not a speedup (benchmark/judge/floor.py)
     "below_physical_floor",
 ]
 
@@ -68,7 +68,7 @@ class EvalResult(BaseModel):
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     # timing: speedup = geometric mean over interleaved pairs of t_baseline / t_candidate, with its
-    # confidence interval [speedup_lo, speedup_hi] (benchmark/stats.py; None with fewer than 2 pairs)
+    # confidence interval [speedup_lo, speedup_hi] (benchmark/judge/stats.py; None with fewer than 2 pairs)
     speedup: float | None = None
     speedup_lo: float | None = None
     speedup_hi: float | None = None

@@ -113,7 +113,7 @@ class ExpConfig(_S):
     # so its presets know them (`<level>_off`), and handed to every run as `levels.extra`
     levels: list[str] = Field(default_factory=list)
     resources: dict[str, dict[str, float]] = Field(default_factory=dict)  # backend -> Ray resources per job
-    # backend -> evaluations at once per machine (benchmark/slots.py); a job then needs only a small Ray
+    # backend -> evaluations at once per machine (benchmark/judge/slots.py); a job then needs only a small Ray
     # share (resources) while it waits on an LLM, and its evaluations queue for a measuring slot. A backend
     # not named: one slot per CPU socket where it measures on the host's cores (its table's gpu=False),
     # none on a GPU (each GPU's lock already holds its checks and timings alone); 0 = no limit
@@ -173,7 +173,7 @@ class ExpConfig(_S):
         """Measuring slots of this machine for the backend's evaluations (see `measure_slots`)."""
         if backend in self.measure_slots:
             return self.measure_slots[backend]
-        from benchmark.slots import cpu_sockets
+        from benchmark.judge import cpu_sockets
 
         return 0 if get_backend(backend).gpu else cpu_sockets()
 

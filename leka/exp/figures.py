@@ -8,7 +8,7 @@ import math
 import re
 from typing import Any
 
-from benchmark import stats
+from benchmark import judge
 
 
 def _plt():
@@ -65,7 +65,7 @@ def anytime(series: dict[str, list[list[tuple[float, float]]]], title: str, grid
                     if t <= x:
                         best = max(best, s)
                 vals.append(best)
-            ys.append(stats.geomean(vals) or 1.0)
+            ys.append(judge.geomean(vals) or 1.0)
         ax.plot(xs, ys, label=f"{arm} ({len(jobs)} jobs)")
     ax.set_xlabel("fraction of the wall-clock budget")
     ax.set_ylabel("best speedup so far (geomean)")

@@ -23,7 +23,7 @@ def attempt_dir(exp_dir: Path, job: Job, attempt: int) -> Path:
 
 
 def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.task import resolve
     from leka.core.config import load_config
     from leka.core.failures import classify
@@ -52,7 +52,7 @@ def _judge(job: Job, cfg: ExpConfig, outcome: ArmOutcome) -> dict[str, Any]:
     if r.extra.get("no_tuned_baseline"):  # baseline.prepare: skip: judged for Compile@1 / Correct@1 only
         r, prof = ev.evaluate_full(task, outcome.candidate, time_it=False, profile=True)
     row.update(reference=r.baseline, compiled=r.compiled, correct=r.correct, speedup_ref=r.speedup, timing_valid_ref=r.timing_valid,
-               # the speedup's interval (benchmark/stats.py) and the machine's load during its timing
+               # the speedup's interval (benchmark/judge/stats.py) and the machine's load during its timing
                speedup_ref_lo=r.speedup_lo, speedup_ref_hi=r.speedup_hi, loaded_ref=r.loaded,
                machine_load_ref=r.extra.get("machine_load"), noise_floor_ref=r.extra.get("noise_floor"),
                timer_ref=r.extra.get("timer"), threads_ref=r.extra.get("sandbox_threads"),

@@ -73,16 +73,16 @@ def _held_round(n_slots: int, backend: str, task_path: str, cache_dir: str, work
     """One tuning round's seconds. MetaSchedule measures its trials on the cores: a round holds a
     measuring slot like an evaluation, and the cores alone (the CPU gate: its builds and trials are its
     measurements); the waits for them are not charged to the arm's clock."""
-    from benchmark import slots
+    from benchmark.judge import acquire_slot, cpu_gate
 
-    with slots.acquire(n_slots, backend), slots.cpu_gate(backend, True, n_slots > 0):
+    with acquire_slot(n_slots, backend), cpu_gate(backend, True, n_slots > 0):
         t0 = time.monotonic()
         _tune_round(task_path, backend, cache_dir, work, trials, seed)
         return time.monotonic() - t0
 
 
 def run_time_matched(job: Job, ctx: ArmContext) -> ArmOutcome:
-    from benchmark.evaluator import Evaluator
+    from benchmark.judge import Evaluator
     from benchmark.task import resolve
     from leka.core.config import load_config
     from leka.report import baseline_label

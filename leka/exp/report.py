@@ -3,7 +3,7 @@ from results.sqlite rows (and the anytime points stored in them): regenerating g
 
 Conventions (EdgeKernelBench, benchmark/metrics.py): rates divide by every job of the cell, so a
 job whose arm produced nothing correct counts against it. A job is "fast" (Fast@p) only when the lower
-bound of its speedup's interval is above p (benchmark/stats.py: the evaluator's paired timing). The
+bound of its speedup's interval is above p (benchmark/judge/stats.py: the evaluator's paired timing). The
 geomean speedup counts every job: a correct, validly timed one with its speedup (slowdowns below 1
 included), any other as FAIL_SPEEDUP = 1 (the user keeps the baseline). Intervals over tasks (geomeans,
 ratios, ablation deltas) resample tasks (`stats.mean_interval`: percentile bootstrap, at least the
@@ -19,14 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmark import stats
+from benchmark import judge
 from leka.core.levels import level_names
 from leka.exp.store import Store
 from profilers.roof import fmt_fraction, fmt_sol
 
 FAST_PS = [round(0.1 * i, 1) for i in range(41)]  # Fast@p curve, p in [0, 4]
 FAIL_SPEEDUP = 1.0  # what a failed job contributes to the geomean: the user keeps the baseline
-BOOT = stats.RESAMPLES
+BOOT = judge.RESAMPLES
 
 
 def _suffix(key: str) -> str:
@@ -54,7 +54,7 @@ def _loaded(r: dict[str, Any]) -> bool:
 
 
 def _geo(xs: Sequence[float]) -> tuple[float, float | None, float | None] | None:
-    return stats.geomean_interval(xs)
+    return judge.geomean_interval(xs)
 
 
 def cell_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -91,7 +91,7 @@ def _fmt(x: float | None, pct: bool = False) -> str:
 
 
 def _fmt_ci(ci: tuple[float, float | None, float | None] | None) -> str:
-    return stats.fmt_interval(*ci) if ci else "-"
+    return judge.fmt_interval(*ci) if ci else "-"
 
 
 def _raw(r: dict[str, Any], key: str) -> str:
@@ -102,7 +102,7 @@ def _raw(r: dict[str, Any], key: str) -> str:
         return "-"
     valid = r.get(f"timing_valid_{_suffix(key)}")
     loaded = " (loaded)" if r.get(f"loaded_{_suffix(key)}") else ""
-    return stats.fmt_interval(v, r.get(f"{key}_lo"), r.get(f"{key}_hi")) + ("" if valid else "?") + loaded
+    return judge.fmt_interval(v, r.get(f"{key}_lo"), r.get(f"{key}_hi")) + ("" if valid else "?") + loaded
 
 
 def _rel(exp_dir: Path, r: dict[str, Any]) -> str:
@@ -113,7 +113,7 @@ def bootstrap_ratio(pairs: list[tuple[float, float]]) -> tuple[float, float, flo
     """Geomean of a/b over tasks, with a 95% interval over tasks of the paired per-task log-ratios
     log a - log b (`stats.geomean_interval`: bootstrap, at least the t interval; seeded from the data).
     A single task has no interval: its bounds are the point."""
-    g = stats.geomean_interval([a / b for a, b in pairs], salt="ablation")
+    g = judge.geomean_interval([a / b for a, b in pairs], salt="ablation")
     if g is None:
         return None
     m, lo, hi = g
@@ -262,7 +262,7 @@ def _nf(r: dict[str, Any]) -> dict[str, Any] | None:
 
 def noise_floor_table(d: Data) -> list[str]:
     """The machine's noise floor per backend: in every judged evaluation the reference was also timed
-    against itself by the same protocol (benchmark/timing.py noise_floor); what those A-vs-A ratios and
+    against itself by the same protocol (benchmark/judge/timing.py noise_floor); what those A-vs-A ratios and
     intervals look like is what "no difference" looks like in this grid's numbers."""
     out = [f"### Noise floor: {d.ref} timed against itself in each judged evaluation (A-vs-A)", "",
            "| backend | jobs with an A-vs-A | median A-vs-A | median interval width | intervals holding 1.00 "
@@ -285,7 +285,7 @@ def noise_floor_table(d: Data) -> list[str]:
 def timers_line(d: Data) -> str:
     """How the judged evaluations called each arm (EvalResult.extra["timer"]: a sandboxed worker process
     per arm, or the in-process loops), with counts: each engine's threads in a process of its own, its
-    OpenMP pool waiting passively (benchmark/sandbox_worker.py), never spinning against the other's."""
+    OpenMP pool waiting passively (benchmark/judge/sandbox/worker.py), never spinning against the other's."""
     seen: dict[str, int] = {}
     for r in d.rows:
         for key, who in (("timer_ref", d.ref), ("timer_torch", "PyTorch eager")):
@@ -300,10 +300,10 @@ def timers_line(d: Data) -> str:
 
 
 def platform_audit(d: Data) -> list[str]:
-    """The platform each judged timing ran on (benchmark/machine_state.py: governor, turbo, SMT,
+    """The platform each judged timing ran on (benchmark/judge/machine_state.py: governor, turbo, SMT,
     frequency before -> after, steal, GPU clocks), how many moved while they timed, and the jobs marked
-    for audit (benchmark/audit.py) or timed under the physical floor (benchmark/floor.py)."""
-    from benchmark.machine_state import line
+    for audit (benchmark/judge/audit.py) or timed under the physical floor (benchmark/judge/floor.py)."""
+    from benchmark.judge import platform_line as line
 
     out = ["### Platform and audit", ""]
     for b in d.backends:
@@ -333,7 +333,7 @@ def job_rows(d: Data, link) -> list[str]:
         href = _rel(d.exp_dir, r)
         nb = r.get("nodes_by_level") or {}
         nf = _nf(r)
-        aa = stats.fmt_interval(nf["speedup"], nf.get("lo"), nf.get("hi")) if nf else "-"
+        aa = judge.fmt_interval(nf["speedup"], nf.get("lo"), nf.get("hi")) if nf else "-"
         cells = [str(bool(r.get("correct"))), _raw(r, "speedup_ref"), aa, _raw(r, "speedup_torch"),
                  fmt_fraction(r.get("roof_fraction")), fmt_sol(r.get("sol_ref")), str(r.get("evaluations", 0)),
                  "/".join(str(nb.get(k, 0)) for k in levels), str(r.get("llm_calls", 0)),

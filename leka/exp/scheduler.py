@@ -14,7 +14,7 @@ give llvm jobs every core of a measuring slot (`resources: {llvm: {CPU: 2}}` on 
 
 A job holds its Ray resources for its whole run, LLM waits included. For policy=llm arms, give jobs a
 small share and let their evaluations queue for the machine's measuring slots instead
-(benchmark/slots.py): `resources: {llvm: {CPU: 0.5}}` and `measure_slots: {llvm: 1}` runs four LLM jobs
+(benchmark/judge/slots.py): `resources: {llvm: {CPU: 0.5}}` and `measure_slots: {llvm: 1}` runs four LLM jobs
 on two cores with `--workers 4`, each evaluation alone on the machine; the wait for a slot is not
 charged to the job's budget. (The time-matched MetaSchedule arm tunes outside the slots: run it in a
 grid of its own, or with `--workers` no more than the slots.)

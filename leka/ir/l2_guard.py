@@ -15,7 +15,7 @@ Rejected, with the line:
 
 Constant tables (`const` / `constexpr` / `__constant__`) stay allowed. This is a lexical check: a
 determined author can hide a call from it (token pasting, for one); the evaluator's runtime checks
-(benchmark/process_state.py, checked outputs of timed calls, a seed drawn per evaluation) are the
+(benchmark/judge/process_state.py, checked outputs of timed calls, a seed drawn per evaluation) are the
 second line. Which rules a language's file scope gets is its `GuardProfile` (leka/backends). Pure
 Python, no tvm.
 """

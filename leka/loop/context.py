@@ -3,6 +3,8 @@ checkpointed: rebuilt from the run folder on resume)."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -10,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmark import slots
+from benchmark.judge import Hold, cpu_gate
 from candidate_tree import Tree
 from leka import ir
 from leka import tvm_adapter as A
@@ -37,11 +39,14 @@ class RunContext:
     ledger: Any = None
     on_event: Callable[[str, dict[str, Any]], None] = lambda kind, info: None
     t_mark: float = field(default_factory=time.monotonic)
-    wait_mark: float = 0.0  # the evaluator's slot waiting (benchmark/slots.py) counted up to t_mark
+    wait_mark: float = 0.0  # the evaluator's slot waiting (benchmark/judge/slots.py) counted up to t_mark
     gate_wait_s: float = 0.0  # this process's waits for the CPU gate (cpu_shared): not the run's time
     # candidates by node id, as `propose` made them or as read once from the tree: a child is
     # evaluated, routed and expanded from one object, not parsed from candidate.json each time
     _candidates: OrderedDict[int, ir.Candidate] = field(default_factory=OrderedDict, repr=False)
+    # agent contexts built (`context_for`): one per iteration, the route's, which the propose after it reuses
+    contexts_built: int = 0
+    _routed: tuple[int, int, AgentContext] | None = field(default=None, repr=False)
 
     @property
     def workdir(self) -> Path:
@@ -62,11 +67,11 @@ class RunContext:
         self.t_mark, self.wait_mark = now, self.wait_mark + waited
         return used
 
-    def cpu_shared(self, local_work: bool = True) -> slots.Hold:
+    def cpu_shared(self, local_work: bool = True) -> Hold:
         """The machine's CPU gate, shared, for this process's work on the cores while other jobs of a grid
         may be timing (measuring slots on); an exclusive taker is let in first, and the wait for it is not
         the run's time. `local_work` False (an LLM agent waiting for its model): nothing is held."""
-        h = slots.cpu_gate(self.cfg.backend, False, local_work and self.cfg.evaluator.measure_slots > 0)
+        h = cpu_gate(self.cfg.backend, False, local_work and self.cfg.evaluator.measure_slots > 0)
         self.gate_wait_s += h.waited_s
         return h
 
@@ -179,7 +184,25 @@ class RunContext:
                 counts[n.level] += 1
         return counts
 
+    def routed_context(self, nid: int, state: RunState) -> AgentContext:
+        """The route's context for node `nid`; a copy is kept for the propose that follows (nothing it
+        reads changes in between: the tree, the state's budget and exhausted levels), so the router may
+        change its own without the agent seeing that."""
+        got = self.context_for(nid, "", "", state)
+        kept = dataclasses.replace(got, tried=set(got.tried), extra=copy.deepcopy(got.extra))
+        self._routed = (nid, state.get("iteration", 0), kept)
+        return got
+
+    def propose_context(self, nid: int, level: str, reason: str, state: RunState) -> AgentContext:
+        """The context the route built for this node and iteration, with the routed level and reason;
+        built anew only where none is kept (a run resumed between its route and its propose)."""
+        kept, self._routed = self._routed, None
+        if kept is not None and kept[:2] == (nid, state.get("iteration", 0)):
+            return dataclasses.replace(kept[2], level=level, route_reason=reason)
+        return self.context_for(nid, level, reason, state)
+
     def context_for(self, nid: int, level: str, reason: str, state: RunState) -> AgentContext:
+        self.contexts_built += 1
         node = self.tree.get(nid)
         tried = {edit_digest(n.edit) for n in self.tree.children(nid) if n.edit is not None}
         tried |= {edit_digest(n.edit) for n in self.tree.lineage(nid) if n.edit is not None}

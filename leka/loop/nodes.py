@@ -58,7 +58,7 @@ def route(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     if not open_levels:
         return {"level": "", "route_reason": f"node {nid}: every enabled level has nothing more to propose"}
     cand = ctx.candidate(nid)
-    agent_ctx = ctx.context_for(nid, "", "", state)
+    agent_ctx = ctx.routed_context(nid, state)
     ctx.router.load_state(state.get("router_state") or {})
     try:
         level, reason = ctx.router.route(cand, ctx.tree.get(nid).profile, agent_ctx)
@@ -96,7 +96,7 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
     nid = state["current"]
     cand = ctx.candidate(nid)
     reason = state.get("route_reason", "")
-    agent_ctx = ctx.context_for(nid, level, reason, state)
+    agent_ctx = ctx.propose_context(nid, level, reason, state)
     try:
         # a rule agent computes its proposals here, on the cores other jobs may be timing on
         with ctx.cpu_shared(local_work=ctx.cfg.run.policy == "rules"):
@@ -226,7 +226,7 @@ def _start(ctx: RunContext) -> tuple[float, float]:
 
 def _reuse(ctx: RunContext) -> dict:
     """The root's baseline samples where its evaluation timed it alone (a slow task whose baseline is the
-    root's own program: benchmark/timing.py alone_for): every later evaluation is timed against them."""
+    root's own program: benchmark/judge/timing.py alone_for): every later evaluation is timed against them."""
     roots = ctx.tree.roots()
     r = roots[0].result if roots else None
     samples = r.extra.get("baseline_samples") if r is not None and r.correct else None
@@ -235,7 +235,7 @@ def _reuse(ctx: RunContext) -> dict:
 
 def _parent_speedup(ctx: RunContext, nid: int) -> float | None:
     """The parent's validly timed speedup: a child decided to be slower than it needs no more pairs
-    (benchmark/timing.py decided_below). None where the parent has no trusted speedup."""
+    (benchmark/judge/timing.py decided_below). None where the parent has no trusted speedup."""
     node = ctx.tree.get(nid)
     if node.parent is None:
         return None

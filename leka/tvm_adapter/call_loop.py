@@ -3,7 +3,7 @@
 TVM's `time_evaluator` calls a function `number` times on one fixed argument set; its `f_preproc`
 runs only once per repeat, so rotating inputs through it means one timed call per repeat (a timer
 start/stop and a preproc call between every two calls). The evaluator's timing needs every call on
-the next of K input sets (benchmark/timing.py): this loop does that in C++ the way TVM's own loop does
+the next of K input sets (benchmark/judge/timing.py): this loop does that in C++ the way TVM's own loop does
 (`pf.CallPacked(args, n, &temp)`), call i on set (k + i) % K.
 
 Output buffers. A Relax VM allocates each call's output from its pooled allocator (LIFO per size),
@@ -92,7 +92,7 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_make_rotating_loop(void*, const TVMF
   TVM_FFI_SAFE_CALL_END();
 }
 
-// The sandboxed worker's loop (benchmark/sandbox.py). Each call gets its inputs as views at byte
+// The sandboxed worker's loop (benchmark/judge/sandbox/control.py). Each call gets its inputs as views at byte
 // offsets into the caller's input pools (prototype tensors give shape, dtype, device and the pool's
 // base), and every output of the request stays alive until the next request, so the judge can read
 // any call's output afterwards without the worker knowing beforehand which one it will read.
@@ -373,7 +373,7 @@ RECORD = 12  # int64s per output in the window loop's results: address, bytes, d
 
 def install_input_guard(lo: int, hi: int, fd: int, cache_dir: str | os.PathLike | None = None) -> None:
     """A fault at an address in [lo, hi) (the read-only input pool) is reported on `fd` as an
-    `input_mutated` answer before the process exits (benchmark/sandbox.py)."""
+    `input_mutated` answer before the process exits (benchmark/judge/sandbox/control.py)."""
     _factory(cache_dir, "install_input_guard")(int(lo), int(hi), int(fd))
 
 
@@ -391,7 +391,7 @@ def window_loop(f: Callable[..., Any], protos: Sequence[Any], cache_dir: str | o
     byte offsets `offsets[i * len(protos) + j]`; the outputs of the last `hold` calls (0: of every call)
     stay alive until the next run, and the record of each (address, bytes, dtype, shape) is written to
     `results` in call order; `progress` (two int64s) holds the nonce and the calls made so far
-    (benchmark/sandbox.py)."""
+    (benchmark/judge/sandbox/control.py)."""
     make = _factory(cache_dir, "make_window_loop")
     keep = list(protos)  # the views' pools outlive the loop's raw pointers into them
     loop = make(f, int(hold), *keep)
@@ -408,7 +408,7 @@ def window_loop(f: Callable[..., Any], protos: Sequence[Any], cache_dir: str | o
 def slot_loop(f: Callable[..., Any], slots: Sequence[Sequence[Any]], cache_dir: str | os.PathLike | None = None):
     """`run(number, slots_addr) -> outputs`: `number` calls of the TVM function `f` in C++, call i on
     the argument set `slots[slots_addr[i]]` (int64s in the caller's memory); the calls' outputs are
-    returned together (alive until the caller drops them). The device worker's loop (sandbox.py)."""
+    returned together (alive until the caller drops them). The device worker's loop (benchmark/judge/sandbox/worker.py)."""
     if not slots or len({len(s) for s in slots}) != 1:
         raise ValueError("slot_loop needs one or more argument sets of one length")
     make = _factory(cache_dir, "make_slot_loop")

@@ -232,7 +232,7 @@ def _pool_view(buf, start: int, byte_offset: int, shape: Sequence[int], dtype: s
 
 def sandbox_runner(runner: VMRunner, buf, starts: Sequence[int], specs: Sequence[tuple[Sequence[int], str]],
                    cache_dir: str | None = None, hold: int = 0):
-    """What a sandboxed worker serves for a VM (benchmark/sandbox.py): `run(number, offsets_addr,
+    """What a sandboxed worker serves for a VM (benchmark/judge/sandbox/control.py): `run(number, offsets_addr,
     results_addr, cap)` (the C++ window loop over views of the pool) and `profile(offsets, repeat)`
     (per-kernel times on one window); the last `hold` calls' outputs are kept (0: every call's). Made
     before the worker's filter closes: the loop's library is
@@ -252,7 +252,7 @@ def sandbox_runner(runner: VMRunner, buf, starts: Sequence[int], specs: Sequence
 
 def device_sandbox_runner(ex, backend: str, buf, starts: Sequence[int], specs: Sequence[tuple[Sequence[int], str]],
                           n_slots: int, cache_dir: str | None = None) -> dict[str, Any]:
-    """What a sandboxed worker serves on a device backend (benchmark/sandbox_wire.py `DeviceServe`).
+    """What a sandboxed worker serves on a device backend (benchmark/judge/sandbox/wire.py `DeviceServe`).
     Made in the worker before its filter closes: the device is initialised here (the judge that forked
     the worker never touches it), the module loaded onto it, `n_slots` argument sets allocated, and every
     kernel run once on zeros (OpenCL builds its programs at their first launch: PoCL with files and a

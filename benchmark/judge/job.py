@@ -2,9 +2,9 @@
 L2 sources, the candidate's build; the baseline builds meanwhile) -> `check` (several seeds against
 the PyTorch references, seed by seed, read memory-mapped from the reference process; process-wide
 state guarded) -> `profile_export` -> `time_step` (interleaved
-pairs against the baseline, benchmark/timing.py). It writes an EvalResult as JSON.
+pairs against the baseline, benchmark/judge/timing.py). It writes an EvalResult as JSON.
 
-It runs in a process of its own (benchmark/evaluator.py), so a segfault, hang or memory blow-up in
+It runs in a process of its own (benchmark/judge/evaluator.py), so a segfault, hang or memory blow-up in
 a candidate ends this process, never the loop. Anything it can explain it writes as data.
 """
 
@@ -23,22 +23,24 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmark import (
+from benchmark import baselines
+from benchmark.judge import (
     audit,
-    baselines,
+    baseline_arm,
     floor,
     gpu_timing,
-    isolated,
     memory,
     process_state,
-    sandbox,
-    sandbox_timing,
     seeds,
     slots,
     timing,
 )
-from benchmark import refs as refstore
-from benchmark.outputs import _nbytes, _np, compare, host_view  # noqa: F401 - re-exported (rpc_runner, tests)
+from benchmark.judge import refs as refstore
+from benchmark.judge.errors import set_error, short_error
+from benchmark.judge.outputs import as_numpy, compare, host_view, total_bytes
+from benchmark.judge.sandbox import checks as sandboxed
+from benchmark.judge.sandbox import control
+from benchmark.judge.sandbox import timing as sandbox_timing
 from benchmark.roots import load_root
 from benchmark.task import load_task_file
 from leka import ir
@@ -46,21 +48,6 @@ from leka import tvm_adapter as A
 from leka.backends import get_backend
 from leka.core.types import EvalResult, UserError
 from leka.ir import l2_guard
-
-
-def _err(res: EvalResult, kind: str, msg: str) -> EvalResult:
-    res.error_kind = kind  # type: ignore[assignment]
-    res.error = msg[:4000]
-    return res
-
-
-def _short(e: BaseException) -> str:
-    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
-    if not lines:
-        return type(e).__name__
-    # TVM's messages put the diagnostic last, after a C++ backtrace
-    tail = lines[-1] if len(lines) > 3 and "Traceback" in str(e) else " | ".join(lines[:3])
-    return f"{type(e).__name__}: {tail}"
 
 
 @dataclass
@@ -80,7 +67,7 @@ class JobState:
     rtol: float = 1e-4
     built: Any = None
     runner: Any = None  # A.VMRunner of the candidate
-    base_prep: baselines.Background | None = None
+    base_prep: baseline_arm.Background | None = None
     model: Any = None  # the task's model, where the timing baseline is PyTorch / ONNX Runtime
     ref_model: Any = None  # the model computing references in this process (no reference process)
     seeds: list[int] = field(default_factory=list)  # the checked seeds, the fresh one last
@@ -89,17 +76,17 @@ class JobState:
     # the first seeds' inputs and references (the timing rotates through them; references memory-mapped)
     inputs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
     refs_by_seed: list[list[np.ndarray]] = field(default_factory=list)
-    ref_degenerate: str | None = None  # seed 0's reference all zero / near constant (benchmark/audit.py)
+    ref_degenerate: str | None = None  # seed 0's reference all zero / near constant (benchmark/judge/audit.py)
     profile: dict | None = None
     guard: Any = None  # process_state.Guard once the candidate is about to run
     out_path: str = ""
-    gpu: bool = False  # the backend's CUDA runtime (benchmark/gpu_timing.py): GPU lock, device timer, faults
+    gpu: bool = False  # the backend's CUDA runtime (benchmark/judge/gpu_timing.py): GPU lock, device timer, faults
     dmem: Any = None  # gpu_timing.DeviceMemory while this child holds the GPU
     torch_call: Any = None  # a torch / torch.compile baseline, compiled before the GPU lock
     base_call: Any = None  # a PyTorch / engine baseline's call on the CPU, made before the guard's snapshot
-    sandboxed: bool = False  # the candidate runs in a sandboxed worker (benchmark/isolated.py)
-    pool: Any = None  # sandbox.Pool: the input pool the workers map read-only
-    workers: dict[str, Any] = field(default_factory=dict)  # role -> sandbox.SandboxWorker
+    sandboxed: bool = False  # the candidate runs in a sandboxed worker (benchmark/judge/sandbox/checks.py)
+    pool: Any = None  # control.Pool: the input pool the workers map read-only
+    workers: dict[str, Any] = field(default_factory=dict)  # role -> control.SandboxWorker
     max_calls: int = 1  # calls one timing request may make (outputs held, window offsets)
 
 
@@ -110,40 +97,40 @@ def prepare(st: JobState) -> bool:
     res.task = task.id
     st.atol, st.rtol = job.get("atol", task.atol), job.get("rtol", task.rtol)
     try:
-        forks_device = isolated.on_device(st) and cfg.get("sandbox", True)  # import in a child (roots.py)
+        forks_device = sandboxed.on_device(st) and cfg.get("sandbox", True)  # import in a child (roots.py)
         st.root = load_root(task, job.get("cache_dir"), in_child=forks_device)
     except A.ImportFailure as e:
-        _err(res, "import", str(e))
+        set_error(res, "import", str(e))
         return False
-    params_b, inputs_b = _nbytes(st.root.params.values()), _nbytes(_np(t) for t in task.make_inputs(0))
+    params_b, inputs_b = total_bytes(st.root.params.values()), total_bytes(as_numpy(t) for t in task.make_inputs(0))
     size = params_b + inputs_b
     if size > cfg["input_cap_gb"] * 2**30:
-        _err(res, "bad_input", f"inputs + params are {size / 2**30:.2f} GiB, over the cap of "
+        set_error(res, "bad_input", f"inputs + params are {size / 2**30:.2f} GiB, over the cap of "
              f"{cfg['input_cap_gb']} GiB (evaluator.input_cap_gb)")
         return False
     st.footprint = memory.Footprint(params=params_b, inputs=inputs_b, outputs=st.root.output_bytes)
     cap_gb = job.get("memory_cap_gb", cfg.get("memory_cap_gb"))
     refused = memory.refusal(st.footprint, cap_gb)
     if refused:
-        _err(res, "bad_input", refused)
+        set_error(res, "bad_input", refused)
         return False
     if job.get("time") and job.get("baseline"):
         refused = baselines.refusal(job["baseline"], st.backend)  # the backend's table (leka/backends)
         if refused:
-            _err(res, "bad_input", refused)
+            set_error(res, "bad_input", refused)
             return False
         res.extra["baseline_name"] = baselines.label(job["baseline"], st.backend, threads=job.get("threads", 2),
                                                      trials=int(job.get("trials") or 64))
     st.seeds = seeds.check_seeds(st)
     st.target = A.make_target(st.backend)
     st.gpu = get_backend(st.backend).cuda
-    why = isolated.unsupported(st)
+    why = sandboxed.unsupported(st)
     st.sandboxed = why is None
     if why:
         res.extra["sandbox"] = f"off: {why}"
         torch.set_num_threads(job.get("threads", 2))
         A.start_thread_pool(job.get("threads", 2))  # TVM's default on x86 is half the cores (1 of 2 here)
-    if job.get("refs_dir"):  # the runner starts the reference process on this (benchmark/runner.py)
+    if job.get("refs_dir"):  # the runner starts the reference process on this (benchmark/judge/runner.py)
         cap, where = memory.cap_bytes(cap_gb, st.footprint)
         # sandboxed, the judge computes references itself: the candidate never runs in its process
         rec = {"cap_bytes": cap, "cap_where": where, "seeds": st.seeds, "refs": not st.sandboxed}
@@ -170,10 +157,10 @@ def build(st: JobState) -> bool:
     if cfg.get("static_check", True):
         found = l2_guard.scan_candidate(st.cand)
         if found:
-            _err(res, "illegal_source", l2_guard.describe(found))
+            set_error(res, "illegal_source", l2_guard.describe(found))
             return False
-    device_worker = st.sandboxed and isolated.on_device(st)  # the device is the worker's, never the judge's
-    st.base_prep = baselines.start_prep(st, device_worker, overlap=cfg.get("overlap_baseline_build", True))
+    device_worker = st.sandboxed and sandboxed.on_device(st)  # the device is the worker's, never the judge's
+    st.base_prep = baseline_arm.start_prep(st, device_worker, overlap=cfg.get("overlap_baseline_build", True))
     t0 = time.perf_counter()
     try:
         # kernels compiled by earlier evaluations are loaded, not rebuilt; an export needs one
@@ -186,24 +173,24 @@ def build(st: JobState) -> bool:
             res.extra["kernels"] = st.built.kernels
     except ir.IllegalObject as e:  # the compiled L2 object's check (leka/ir/l2_object.py), as the text's
         res.build_s = time.perf_counter() - t0
-        _err(res, "illegal_source", str(e))
+        set_error(res, "illegal_source", str(e))
         return False
     except Exception as e:  # noqa: BLE001 - a candidate that does not build is data
         res.build_s = time.perf_counter() - t0
-        _err(res, "compile", _short(e))
+        set_error(res, "compile", short_error(e))
         return False
     res.build_s = time.perf_counter() - t0
     res.compiled = True
     res.planned_memory_bytes = A.planned_memory_bytes(st.built.lowered, st.target)
     if st.base_prep is not None:
         st.base_prep.wait()  # before the GPU lock: a baseline still building must not hold the GPU
-        refused = baselines.prep_refusal(st)
+        refused = baseline_arm.prep_refusal(st)
         if refused:
-            _err(res, "baseline_unsupported", refused)
+            set_error(res, "baseline_unsupported", refused)
             return False
     if st.gpu:
         _hold_gpu(st, None if device_worker else A.device_for(st.backend))
-    elif isolated.on_device(st):
+    elif sandboxed.on_device(st):
         # OpenCL: checks and timing hold the device alone too (the same lock, LEKA_GPU_LOCK), so
         # evaluations side by side (a grid, the H200 A/A) never time each other's kernels; builds overlap
         gpu_timing.hold_gpu_lock()
@@ -214,9 +201,9 @@ def build(st: JobState) -> bool:
                                memory_cfg=None if st.sandboxed else st.plan.memory_cfg)
     if st.sandboxed:
         try:
-            isolated.start(st)  # from here on the candidate runs only in its sandboxed worker
-        except (sandbox.WorkerDied, sandbox.WorkerError) as e:
-            _err(res, "runtime", f"starting the sandboxed worker: {e}")
+            sandboxed.start(st)  # from here on the candidate runs only in its sandboxed worker
+        except (control.WorkerDied, control.WorkerError) as e:
+            set_error(res, "runtime", f"starting the sandboxed worker: {e}")
             return False
     return True
 
@@ -227,11 +214,11 @@ def _hold_gpu(st: JobState, dev) -> None:
     job = st.job
     if dev is not None and job.get("time") and job.get("baseline") in baselines.PY_KINDS:
         st.torch_call = gpu_timing.torch_gpu_call(job["baseline"], st.task.make_model(),
-                                                  [_np(t) for t in st.task.make_inputs(0)],
+                                                  [as_numpy(t) for t in st.task.make_inputs(0)],
                                                   prepared=st.base_prep.result() if st.base_prep else None)
     gpu_timing.hold_gpu_lock()  # until this child exits
     # a CUDA fault can abort the process before it writes a result: this marker tells the runner that
-    # the child died on the GPU (benchmark/runner.py reports that as gpu_fault)
+    # the child died on the GPU (benchmark/judge/runner.py reports that as gpu_fault)
     Path(st.out_path + ".gpu").write_text("")
     if dev is not None:
         st.dmem = gpu_timing.DeviceMemory(dev)
@@ -241,13 +228,13 @@ def _run_candidate(st: JobState, seed: int, first: bool) -> tuple[list[np.ndarra
     """(inputs, outputs) of one checked run; None once the failure is in res. The outputs are views of
     the candidate's own output tensors where the device is the CPU (one output set in memory)."""
     runner, res = st.runner, st.res
-    inputs = [_np(t) for t in st.task.make_inputs(seed)]
+    inputs = [as_numpy(t) for t in st.task.make_inputs(seed)]
     if seeds.poison_run(st.cfg) and first:
         # stale buffers from a run on other valid inputs must not pass as this seed's output. Only the
         # first seed needs a run of its own for that: each later seed's run follows the previous
         # seed's, on other valid inputs, whose outputs are dropped once compared (a program of tens of
         # seconds spent 3 of its 8 checked calls on poison runs: bench_kernelbench_format.md)
-        poison = [_np(t) for t in st.task.make_inputs(seed + 7919)]
+        poison = [as_numpy(t) for t in st.task.make_inputs(seed + 7919)]
         try:
             runner.run_device(runner.to_device(poison))
         except Exception:  # noqa: BLE001 - the checked run below reports the error
@@ -257,11 +244,11 @@ def _run_candidate(st: JobState, seed: int, first: bool) -> tuple[list[np.ndarra
     try:
         outs = [host_view(o) for o in runner.run_device(dev_args)]
     except Exception as e:  # noqa: BLE001
-        _err(res, "runtime", f"seed {seed}: {_short(e)}")
+        set_error(res, "runtime", f"seed {seed}: {short_error(e)}")
         return None
     for i, (a, d) in enumerate(zip(inputs, dev_args, strict=True)):
         if not np.array_equal(a, host_view(d), equal_nan=True):
-            _err(res, "input_mutated", f"seed {seed}: the candidate wrote into input {i}")
+            set_error(res, "input_mutated", f"seed {seed}: the candidate wrote into input {i}")
             return None
     return inputs, outs
 
@@ -281,16 +268,16 @@ def check(st: JobState) -> bool:
     """Seed by seed: the candidate's run, then that seed's reference, compared chunk by chunk; only
     the first seeds' inputs and references stay (the timing rotates through them). A reference made
     in this process comes after the candidate's run of its seed. A job with `check` False (an export of
-    a candidate its own evaluation checked: benchmark/evaluator.py) runs nothing: no verdict is made."""
+    a candidate its own evaluation checked: benchmark/judge/evaluator.py) runs nothing: no verdict is made."""
     if st.job.get("check") is False:
         st.res.extra["checked"] = False
         return True
     if st.sandboxed:
-        return isolated.check(st)
+        return sandboxed.check(st)
     res, t0 = st.res, time.perf_counter()
     checked = st.seeds or seeds.check_seeds(st)
     keep = _timing_sets(st, len(checked))
-    baselines.python_baseline(st)  # before the guard's snapshot: what torch.compile and the engines set is not the candidate's
+    baseline_arm.python_baseline(st)  # before the guard's snapshot: what torch.compile and the engines set is not the candidate's
     st.guard = process_state.Guard() if st.cfg.get("process_check", True) else None
     max_abs = max_rel = 0.0
     out_bytes = 0
@@ -301,11 +288,11 @@ def check(st: JobState) -> bool:
             return False
         inputs, outs = got
         del got  # the outputs go once compared: the next seed's run can reuse their memory
-        out_bytes = out_bytes or _nbytes(outs)
+        out_bytes = out_bytes or total_bytes(outs)
         try:
             refs = _references(st, seed)
         except refstore.RefsFailed as e:
-            _err(res, "runtime", f"seed {seed}: {e}")
+            set_error(res, "runtime", f"seed {seed}: {e}")
             res.check_s = time.perf_counter() - t0
             return False
         kind, msg, ea, er = compare(outs, refs, st.atol, st.rtol)
@@ -314,7 +301,7 @@ def check(st: JobState) -> bool:
             max_abs, max_rel = max(max_abs, ea), max(max_rel, er)
         if kind:
             res.max_abs_err, res.max_rel_err = (None if math.isnan(ea) else ea), (None if math.isnan(er) else er)
-            _err(res, kind, f"seed {seed}: {msg}")
+            set_error(res, kind, f"seed {seed}: {msg}")
             res.check_s = time.perf_counter() - t0
             return False
         if n < keep:
@@ -324,8 +311,8 @@ def check(st: JobState) -> bool:
     res.max_abs_err, res.max_rel_err = max_abs, max_rel
     res.correct = True
     res.check_s = time.perf_counter() - t0
-    res.peak_memory_bytes = int((res.planned_memory_bytes or 0) + _nbytes(st.root.params.values())
-                                + _nbytes(st.inputs_by_seed[0]) + out_bytes)
+    res.peak_memory_bytes = int((res.planned_memory_bytes or 0) + total_bytes(st.root.params.values())
+                                + total_bytes(st.inputs_by_seed[0]) + out_bytes)
     if st.dmem is not None:
         st.dmem.sample()
         res.peak_device_bytes = st.dmem.bytes()
@@ -338,7 +325,7 @@ def _guard_ok(st: JobState, where: str) -> bool:
     try:
         st.guard.check()
     except process_state.ProcessStateChanged as e:
-        _err(st.res, "process_state", f"after the candidate's run ({where}): {e}")
+        set_error(st.res, "process_state", f"after the candidate's run ({where}): {e}")
         return False
     return True
 
@@ -348,11 +335,11 @@ def profile_export(st: JobState) -> bool:
     job = st.job
     if job.get("profile") and st.sandboxed:
         try:
-            st.profile = isolated.profile(st)
-        except sandbox.WorkerTimeout as e:  # advice, but the worker it killed was the candidate's
-            return isolated.fail(st, e, "profile")
+            st.profile = sandboxed.profile(st)
+        except control.WorkerTimeout as e:  # advice, but the worker it killed was the candidate's
+            return sandboxed.fail(st, e, "profile")
         except Exception as e:  # noqa: BLE001 - a profile is advice; its failure is noted
-            st.profile = {"error": _short(e)}
+            st.profile = {"error": short_error(e)}
     elif job.get("profile"):
         try:
             from profilers.profile import profile_built
@@ -361,7 +348,7 @@ def profile_export(st: JobState) -> bool:
             rep = profile_built(st.built, dev_args, st.target, backend=st.backend, candidate=st.cand)
             st.profile = rep.model_dump(mode="json")
         except Exception as e:  # noqa: BLE001 - a profile is advice; its failure is noted
-            st.profile = {"error": _short(e)}
+            st.profile = {"error": short_error(e)}
     if job.get("export"):
         ir.export(st.built, job["export"])
     return True
@@ -389,7 +376,7 @@ def _candidate_timer(st: JobState, n_sets: int) -> timing.Timer:
 
     check = check_out if st.cfg.get("check_timed_outputs", True) else None
     guard = st.guard.check if st.guard is not None else None
-    return baselines.vm_rotating_timer(runner, st.inputs_by_seed[:n_sets], check=check, guard=guard,
+    return baseline_arm.vm_rotating_timer(runner, st.inputs_by_seed[:n_sets], check=check, guard=guard,
                                        hold=st.plan.hold)
 
 
@@ -420,7 +407,7 @@ def time_step(st: JobState) -> bool:
     if st.gpu:
         return gpu_timing.time_step(st)
     n_sets = _timing_sets(st)
-    base = baselines.make_timer(job["baseline"], task=st.task, root=st.root, backend=st.backend,
+    base = baseline_arm.make_timer(job["baseline"], task=st.task, root=st.root, backend=st.backend,
                                 target=st.target, inputs=st.inputs_by_seed[0], model=st.model,
                                 ms_dir=job.get("ms_dir"), cache_dir=job.get("cache_dir"),
                                 runner=st.base_prep.result() if st.base_prep is not None else None,
@@ -443,7 +430,7 @@ def time_step(st: JobState) -> bool:
 
 STEPS = (prepare, build, check, profile_export, time_step, floor.physical_floor, audit.audit_step)
 # under measuring slots (a grid), these only compete for the cores and hold the CPU gate shared; the
-# others run and time programs on them and hold it alone (benchmark/slots.py cpu_gate)
+# others run and time programs on them and hold it alone (benchmark/judge/slots.py cpu_gate)
 SHARED_STEPS = ("prepare", "build", "physical_floor", "audit_step")
 
 
@@ -451,7 +438,7 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
     """Entry point of the child: the steps in order. Always writes out_path unless the process dies."""
     # one torch thread until the sandboxed workers are forked: torch's OpenMP runtime is the libgomp.so.1
     # that L2 kernels link, and a pool made before fork leaves the worker's copy waiting for threads
-    # that do not exist (benchmark/isolated.py raises it to the job's count once they are forked)
+    # that do not exist (benchmark/judge/sandbox/checks.py raises it to the job's count once they are forked)
     torch.set_num_threads(1)
     t_start = time.perf_counter()
     cfg = job["evaluator"]
@@ -474,11 +461,11 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
             if not ok:
                 break
     except UserError as e:
-        _err(st.res, "bad_input", str(e))
+        set_error(st.res, "bad_input", str(e))
     except Exception as e:  # noqa: BLE001 - anything else is still a result, with its traceback
-        _err(st.res, "runtime", f"{_short(e)}\n{traceback.format_exc()[-1500:]}")
+        set_error(st.res, "runtime", f"{short_error(e)}\n{traceback.format_exc()[-1500:]}")
     finally:
-        isolated.close(st)
+        sandboxed.close(st)
     res = st.res
     if st.gpu and res.error and res.error_kind in ("runtime", "crash") and gpu_timing.is_cuda_fault(res.error):
         res.error_kind = "gpu_fault"  # sticky: this child's context dies with it
@@ -489,5 +476,5 @@ def run_job(job: dict[str, Any], out_path: str) -> None:
     tmp.write_text(json.dumps(payload))
     tmp.replace(out_path)
 
-if __name__ == "__main__":  # `python -m benchmark.worker JOB.json OUT.json` (debugging a job by hand)
+if __name__ == "__main__":  # `python -m benchmark.judge.job JOB.json OUT.json` (debugging a job by hand)
     run_job(json.loads(Path(sys.argv[1]).read_text()), sys.argv[2])

@@ -1,6 +1,6 @@
 """PyTorch references in a process of their own, stored as .npy files and read memory-mapped.
 
-The runner (benchmark/runner.py) starts `compute` in a second child once the evaluation child has
+The runner (benchmark/judge/runner.py) starts `compute` in a second child once the evaluation child has
 passed its memory check; it writes, per seed in order, `<seed>_<i>.npy` (C order) then `<seed>.done`,
 or `failed.txt` with one line. The evaluation child compares seed by seed (`open_refs` waits for a
 seed), chunk by chunk, `release` dropping each compared chunk of a reference from its resident memory.

@@ -11,7 +11,7 @@ A `Timer` is anything with `sample(number) -> seconds per call`; `kind` names ho
   (`leka.tvm_adapter.call_loop`: TVM's own loop with the argument pointer rotating), so no Python
   runs between them. After each sample, untimed, the last output is checked against that set's
   reference (`StaleOutput` when it does not match) and a `guard` runs (process-wide state,
-  benchmark/process_state.py). Both arms of a pair rotate alike.
+  benchmark/judge/process_state.py). Both arms of a pair rotate alike.
 - `rotating_timer` ("python_loop"): the same protocol with the calls in a Python loop, for callables
   that are not TVM functions (the torch and ONNX Runtime baselines) and where the C++ loop cannot be
   compiled (no C++ compiler). It adds the Python call overhead (about 1 us a call) to every call.
@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from itertools import cycle, islice
 from typing import Any
 
-from benchmark import load, machine_state, stats
+from benchmark.judge import load, machine_state, stats
 
 
 class StaleOutput(RuntimeError):
@@ -210,11 +210,11 @@ def paired_timing(cand: Timer, base: Timer, cfg: dict[str, Any], probe_load: boo
                   gpu: bool = False) -> dict[str, Any]:
     """A B A B ... (order alternating per pair), warm-up first; `number` per sample adapts so one
     sample lasts ~sample_s; the pair count fits timing_budget_s (`_plan`). The speedup is the geometric
-    mean over pairs of t_base / t_cand with its `ci_level` interval (benchmark/stats.py); timing stops
+    mean over pairs of t_base / t_cand with its `ci_level` interval (benchmark/judge/stats.py); timing stops
     before the planned pairs once, after at least min_pairs, the interval's relative width (hi / lo - 1)
-    is under `ci_width`. `probe_load`: read the machine's load (benchmark/load.py) around the whole
+    is under `ci_width`. `probe_load`: read the machine's load (benchmark/judge/load.py) around the whole
     timing, warm-up included (off where the timing runs elsewhere: an RPC board), and the platform
-    before and after it (benchmark/machine_state.py; `gpu`: the GPU's clocks too)."""
+    before and after it (benchmark/judge/machine_state.py; `gpu`: the GPU's clocks too)."""
     before = machine_state.snapshot(gpu) if probe_load else None
     t0 = time.perf_counter()
     snap = load.start() if probe_load else None
@@ -443,8 +443,8 @@ def record(res, tm: dict[str, Any]) -> None:
 def judged_pairs(cand: Timer, base: Timer, cfg: dict[str, Any], res, gpu: bool = False) -> dict[str, Any] | None:
     """`paired_timing`, its candidate-side failures written into the EvalResult `res` (None then): a
     timed output that is not its inputs' (stale_output), process-wide settings changed (process_state).
-    Both evaluation paths (in-process, benchmark/worker.py; sandboxed, benchmark/isolated.py) use it."""
-    from benchmark.process_state import ProcessStateChanged
+    Both evaluation paths (in-process, benchmark/judge/job.py; sandboxed, benchmark/judge/sandbox/checks.py) use it."""
+    from benchmark.judge.process_state import ProcessStateChanged
 
     try:
         return paired_timing(cand, base, cfg, gpu=gpu)

@@ -1,5 +1,5 @@
 """Outputs as host arrays and their comparison with the references: chunk by chunk, so no full-size
-float64 copy exists (benchmark/worker.py's check and timed-output checks, the RPC runner, the GPU
+float64 copy exists (benchmark/judge/job.py's check and timed-output checks, the RPC runner, the GPU
 table). No TVM here."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import math
 import numpy as np
 import torch
 
-from benchmark import refs as refstore
+from benchmark.judge import refs as refstore
 
 
-def _np(t) -> np.ndarray:
+def as_numpy(t) -> np.ndarray:
     return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
 
 
@@ -59,5 +59,5 @@ def compare(outs: list[np.ndarray], refs: list[np.ndarray], atol: float, rtol: f
 
 
 
-def _nbytes(arrays) -> int:
+def total_bytes(arrays) -> int:
     return int(sum(np.asarray(a).nbytes for a in arrays))

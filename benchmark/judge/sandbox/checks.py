@@ -1,5 +1,5 @@
-"""The judge's half of a sandboxed evaluation (benchmark/sandbox.py has the worker's): the checked
-runs and the profile (the paired timing: sandbox_timing.py), each as requests to workers the judge
+"""The judge's half of a sandboxed evaluation (benchmark/judge/sandbox/control.py has the worker's): the checked
+runs and the profile (the paired timing: timing.py), each as requests to workers the judge
 forked after the build.
 
 - **Check.** Per seed the pool is filled with that seed's inputs (window 0) and, for the first seed, a
@@ -7,7 +7,7 @@ forked after the build.
   out of the stopped worker and compared with the PyTorch reference, computed here, by the judge,
   after the candidate's run. The inputs are compared with what was written (the worker maps them
   read-only, so a write would have faulted).
-- **Timing**: benchmark/sandbox_timing.py, the same workers and pool.
+- **Timing**: benchmark/judge/sandbox/timing.py, the same workers and pool.
 
 No tvm import here.
 """
@@ -23,8 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmark import audit, baselines, gpu_timing, memory, sandbox, sandbox_baseline, seeds, timing
-from benchmark.outputs import _np, compare
+from benchmark import baselines
+from benchmark.judge import audit, gpu_timing, memory, seeds, timing
+from benchmark.judge.errors import set_error
+from benchmark.judge.outputs import as_numpy, compare
+from benchmark.judge.sandbox import baseline as baseline_workers
+from benchmark.judge.sandbox import control
 from leka import tvm_adapter as A
 from leka.backends import get_backend
 
@@ -33,17 +37,12 @@ SYSRAND = random.SystemRandom()
 OOM = re.compile(r"bad_alloc|out of memory|cannot allocate|allocat\w*[^\n]{0,60}fail|ENOMEM", re.I)
 
 
-def _err(res: Any, kind: str, msg: str) -> None:
-    res.error_kind = kind
-    res.error = msg[:4000]
-
-
 def _references(st: Any, seed: int) -> list[np.ndarray]:
     """The seed's PyTorch outputs, computed here after the candidate's run of that seed (the worker
     cannot open anything of the judge's: they never touch a disk)."""
     import torch
 
-    from benchmark import refs
+    from benchmark.judge import refs
 
     if st.ref_model is None:
         st.ref_model = st.task.make_model()
@@ -70,34 +69,34 @@ def on_device(st: Any) -> bool:
     return bool(get_backend(st.backend).gpu)
 
 
-def _device_served(st: Any, ex: Any, specs: list[sandbox.InputSpec], slots: int, guard: bool,
-                   threads: int | None = None) -> sandbox.Served:
+def _device_served(st: Any, ex: Any, specs: list[control.InputSpec], slots: int, guard: bool,
+                   threads: int | None = None) -> control.Served:
     shapes = [(s.shape, s.dtype) for s in specs]
     cache = str(baselines.cache_root(st.job.get("cache_dir")))
     threads = int(st.job.get("threads", 2)) if threads is None else threads
 
     def setup(buf, pool):
         d = A.device_sandbox_runner(ex, st.backend, buf, pool.starts, shapes, slots, cache)
-        return sandbox.DeviceServe(**d)
+        return control.DeviceServe(**d)
 
-    return sandbox.Served(setup=setup, n_outputs=len(st.root.outputs), threads=threads, sandbox=True,
+    return control.Served(setup=setup, n_outputs=len(st.root.outputs), threads=threads, sandbox=True,
                           guard=guard, warm=lambda: A.start_thread_pool(threads), device=True)
 
 
-def _specs(st: Any) -> list[sandbox.InputSpec]:
-    return [sandbox.InputSpec(tuple(a.shape), str(a.dtype)) for a in (_np(t) for t in st.task.make_inputs(0))]
+def _specs(st: Any) -> list[control.InputSpec]:
+    return [control.InputSpec(tuple(a.shape), str(a.dtype)) for a in (as_numpy(t) for t in st.task.make_inputs(0))]
 
 
 def input_maker(st: Any):
-    return lambda seed: [_np(t) for t in st.task.make_inputs(seed)]
+    return lambda seed: [as_numpy(t) for t in st.task.make_inputs(seed)]
 
 
 def _hold(st: Any) -> int:
     return max(0, int(st.cfg.get("sandbox_hold", 0)))
 
 
-def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool, libs: list[str] = (),
-               threads: int | None = None) -> sandbox.Served:
+def _vm_served(st: Any, runner, specs: list[control.InputSpec], guard: bool, libs: list[str] = (),
+               threads: int | None = None) -> control.Served:
     """`runner` None: the candidate's VM is made in the worker, after it loaded the L2 `libs`.
     `threads`: the worker's compute threads (default: the job's)."""
     shapes = [(s.shape, s.dtype) for s in specs]
@@ -105,7 +104,7 @@ def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool, lib
     threads = int(st.job.get("threads", 2)) if threads is None else threads
     hold = _hold(st)
     ex, dev = st.built.executable, A.device_for(st.backend)
-    return sandbox.Served(
+    return control.Served(
         setup=lambda buf, pool: A.sandbox_runner(runner if runner is not None else A.VMRunner(ex, dev), buf,
                                                  pool.starts, shapes, cache, hold=hold),
         l2_libs=list(libs),
@@ -115,7 +114,7 @@ def _vm_served(st: Any, runner, specs: list[sandbox.InputSpec], guard: bool, lib
         guard_inputs=lambda lo, hi, fd: A.call_loop.install_input_guard(lo, hi, fd, cache))
 
 
-def _pool(st: Any, specs: list[sandbox.InputSpec], device: bool) -> sandbox.Pool:
+def _pool(st: Any, specs: list[control.InputSpec], device: bool) -> control.Pool:
     cfg, out_bytes = st.cfg, max(1, st.root.output_bytes)
     # outputs held for the check bound a request's calls where every call's are kept; with a ring the
     # pool's windows do
@@ -127,10 +126,10 @@ def _pool(st: Any, specs: list[sandbox.InputSpec], device: bool) -> sandbox.Pool
     # a window per call, disjoint: as many as the calls can use, within the pool's budget (each request
     # refills the windows it reads, and on the CPU they should stay in the last-level cache with the
     # outputs; on a device they are uploaded into slots, bounded by sandbox_device_mib already)
-    per_window = sum(sandbox._align(max(s.nbytes, 1)) for s in specs) or 1
+    per_window = sum(control.align(max(s.nbytes, 1)) for s in specs) or 1
     budget = int(cfg.get("sandbox_device_mib", 512) if device else cfg.get("sandbox_pool_mib", 8)) * 2**20
     windows = max(1, min(-(-max(1, max_calls) // sets), budget // (sets * per_window)))
-    return sandbox.Pool(specs, windows, max_calls=max(1, max_calls), sets=sets)
+    return control.Pool(specs, windows, max_calls=max(1, max_calls), sets=sets)
 
 
 def start(st: Any) -> None:
@@ -143,13 +142,13 @@ def start(st: Any) -> None:
     guard = bool(cfg.get("process_check", True))
     A.call_loop.library(str(baselines.cache_root(st.job.get("cache_dir"))))  # compiled here: workers only load it
 
-    def served(runner_or_ex: Any) -> sandbox.Served:
+    def served(runner_or_ex: Any) -> control.Served:
         if device:
             return _device_served(st, runner_or_ex, specs, pool.max_calls, guard)
         return _vm_served(st, runner_or_ex, specs, guard)
 
     if device and get_backend(st.backend).cuda and gpu_timing.cuda_initialized():
-        raise sandbox.WorkerError("CUDA was initialised in the evaluation process before its sandboxed workers "
+        raise control.WorkerError("CUDA was initialised in the evaluation process before its sandboxed workers "
                                   "were forked, so they cannot use it (a CUDA call in the build or the import?); "
                                   "evaluator.sandbox=false runs the candidate in the evaluation process instead")
     st.workers = {}
@@ -157,12 +156,12 @@ def start(st: Any) -> None:
     cand_served = (_device_served(st, st.built.executable, specs, pool.max_calls, guard, threads) if device
                    else _vm_served(st, st.runner, specs, guard, libs=st.built.l2_libs, threads=threads))
 
-    def deadline() -> sandbox.Deadline:
-        return sandbox.Deadline(floor_s=float(cfg.get("sandbox_request_floor_s", 20.0)),
+    def deadline() -> control.Deadline:
+        return control.Deadline(floor_s=float(cfg.get("sandbox_request_floor_s", 20.0)),
                                 factor=float(cfg.get("sandbox_request_factor", 10.0)),
                                 first_s=float(cfg.get("sandbox_first_request_s", 180.0)))
 
-    st.workers["candidate"] = sandbox.start(cand_served, pool, "candidate", data_limit=cap, deadline=deadline())
+    st.workers["candidate"] = control.start(cand_served, pool, "candidate", data_limit=cap, deadline=deadline())
     if st.job.get("time") and st.job.get("baseline") and not timing.times_alone(cfg):
         kind = st.job["baseline"]
         if kind in ("untuned", "tuned"):
@@ -175,9 +174,9 @@ def start(st: Any) -> None:
         else:
             st.model = st.model or st.task.make_model()
             prepared = st.base_prep.result() if st.base_prep is not None else None
-            base_served = (sandbox_baseline.py_device_served(st, kind, specs, prepared, pool.max_calls) if device
-                           else sandbox_baseline.py_served(st, kind, specs, prepared, _hold(st)))
-        st.workers["baseline"] = sandbox.start(base_served, pool, "baseline", data_limit=cap, deadline=deadline())
+            base_served = (baseline_workers.py_device_served(st, kind, specs, prepared, pool.max_calls) if device
+                           else baseline_workers.py_served(st, kind, specs, prepared, _hold(st)))
+        st.workers["baseline"] = control.start(base_served, pool, "baseline", data_limit=cap, deadline=deadline())
     pool.map_rw()
     import torch
 
@@ -215,19 +214,19 @@ STEP_OF = {"timing": "time_step", "profile": "profile_export"}  # else a seed's:
 
 
 def fail(st: Any, e: BaseException, where: str) -> bool:
-    if isinstance(e, sandbox.WorkerTimeout):
-        _err(st.res, "timeout", f"{where}: {e}, during the {STEP_OF.get(where, 'check')} step")
-    elif isinstance(e, sandbox.WorkerError) and e.kind:
-        _err(st.res, e.kind, f"{where}: {e}")
-    elif isinstance(e, sandbox.WorkerError) and OOM.search(str(e)):
-        _err(st.res, "oom", f"{where}: the candidate's worker could not allocate within the memory cap, "
+    if isinstance(e, control.WorkerTimeout):
+        set_error(st.res, "timeout", f"{where}: {e}, during the {STEP_OF.get(where, 'check')} step")
+    elif isinstance(e, control.WorkerError) and e.kind:
+        set_error(st.res, e.kind, f"{where}: {e}")
+    elif isinstance(e, control.WorkerError) and OOM.search(str(e)):
+        set_error(st.res, "oom", f"{where}: the candidate's worker could not allocate within the memory cap, "
              f"during the {'time_step' if where == 'timing' else 'check'} step ({e})")
-    elif isinstance(e, sandbox.WorkerDied):
-        _err(st.res, "crash", f"{where}: {e}")
-    elif isinstance(e, sandbox.ShapeMismatch):
-        _err(st.res, "shape", f"{where}: {e}")
+    elif isinstance(e, control.WorkerDied):
+        set_error(st.res, "crash", f"{where}: {e}")
+    elif isinstance(e, control.ShapeMismatch):
+        set_error(st.res, "shape", f"{where}: {e}")
     else:
-        _err(st.res, "runtime", f"{where}: {e}")
+        set_error(st.res, "runtime", f"{where}: {e}")
     return False
 
 
@@ -236,14 +235,14 @@ BIG_OUTPUTS = 256 * 2**20  # outputs past this are read from the worker and comp
 PIECE = 64 * 2**20
 
 
-def compare_remote(w: sandbox.SandboxWorker, call: list[sandbox.Out], refs: list[np.ndarray], atol: float,
+def compare_remote(w: control.SandboxWorker, call: list[control.Out], refs: list[np.ndarray], atol: float,
                    rtol: float) -> tuple[str | None, str, float, float]:
     """`outputs.compare` of one call's outputs, read from the stopped worker: whole where they are
     small, in pieces of PIECE bytes where they are large (no full copy of a GiB output in the judge)."""
     like = [(tuple(r.shape), str(r.dtype)) for r in refs]
     try:
-        sandbox.check_like(call, like)
-    except sandbox.ShapeMismatch as e:
+        control.check_like(call, like)
+    except control.ShapeMismatch as e:
         return "shape", str(e), math.nan, math.nan
     if sum(o.nbytes for o in call) <= BIG_OUTPUTS:
         return compare(w.read_outputs(call, like), refs, atol, rtol)
@@ -254,7 +253,7 @@ def compare_remote(w: sandbox.SandboxWorker, call: list[sandbox.Out], refs: list
         step = max(1, PIECE // item)
         for lo in range(0, flat.size, step):
             hi = min(flat.size, lo + step)
-            got = np.frombuffer(sandbox.read_memory(w.pid, addr + lo * item, (hi - lo) * item), dtype=r.dtype)
+            got = np.frombuffer(control.read_memory(w.pid, addr + lo * item, (hi - lo) * item), dtype=r.dtype)
             kind, msg, ea, er = compare([got], [flat[lo:hi]], atol, rtol)
             if not math.isnan(ea):
                 max_abs, max_rel = max(max_abs, ea), max(max_rel, er)
@@ -284,14 +283,14 @@ def check(st: Any) -> bool:
             calls = w.run(rows)
             changed = w.state() if st.cfg.get("process_check", True) else None
             if changed:
-                _err(res, "process_state", f"after the candidate's run (seed {seed}): {changed}")
+                set_error(res, "process_state", f"after the candidate's run (seed {seed}): {changed}")
                 return False
             # on a device, the slot the seed's call ran on is read back: its copy of the inputs is the device's
             after = w.slot_inputs(len(rows) - 1, [(s.shape, s.dtype) for s in pool.specs]) if w.device else \
                 [pool.window(i, 0) for i in range(len(inputs))]
             for i, a in enumerate(inputs):
                 if not np.array_equal(a, after[i], equal_nan=True):
-                    _err(res, "input_mutated", f"seed {seed}: input {i} changed")
+                    set_error(res, "input_mutated", f"seed {seed}: input {i} changed")
                     return False
             refs = _references(st, seed)
             kind, msg, ea, er = compare_remote(w, calls.outputs[-1], refs, st.atol, st.rtol)
@@ -299,13 +298,13 @@ def check(st: Any) -> bool:
                 max_abs, max_rel = max(max_abs, ea), max(max_rel, er)
             if kind:
                 res.max_abs_err, res.max_rel_err = (None if math.isnan(ea) else ea), (None if math.isnan(er) else er)
-                _err(res, kind, f"seed {seed}: {msg}")
+                set_error(res, kind, f"seed {seed}: {msg}")
                 return False
             if n == 0:
                 st.inputs_by_seed.append(inputs)
                 st.ref_degenerate = audit.degenerate(refs, st.atol, st.rtol)  # the refs go: judged now
             del refs
-    except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
+    except (control.WorkerDied, control.WorkerError, control.ShapeMismatch) as e:
         return fail(st, e, f"seed {seed}")
     finally:
         res.check_s = time.perf_counter() - t0

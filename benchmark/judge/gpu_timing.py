@@ -112,7 +112,7 @@ def _torch_free() -> int | None:
 
 
 def tvm_gpu_timer(runner, dev_args, flusher):
-    from benchmark.timing import Timer
+    from benchmark.judge.timing import Timer
     from leka import tvm_adapter as A
 
     return Timer(lambda n: A.time_flushed(runner, dev_args, clamp_calls(n), flusher))
@@ -123,7 +123,7 @@ def torch_cuda_timer(fn: Callable[[], Any], flusher):
     before each (the flush is a TVM copy on the legacy default stream, which torch's default stream is)."""
     import torch
 
-    from benchmark.timing import Timer
+    from benchmark.judge.timing import Timer
 
     def sample(n: int) -> float:
         n = clamp_calls(n)
@@ -196,8 +196,8 @@ def baseline_timer(kind: str, *, task, root, target, inputs, model, ms_dir, cach
 def time_step(st: Any) -> bool:
     """The in-process CUDA time step (evaluator.sandbox=false: the user's choice to run the candidate in
     the judge's process): the device's timer, an L2 flush before every timed call, one fixed input set
-    (docs/threat_model.md). Sandboxed, every baseline kind is a worker (benchmark/sandbox_baseline.py)."""
-    from benchmark import timing
+    (docs/threat_model.md). Sandboxed, every baseline kind is a worker (benchmark/judge/sandbox/baseline.py)."""
+    from benchmark.judge import timing
     from leka import tvm_adapter as A
 
     job, cfg, res = st.job, st.cfg, st.res

@@ -1,4 +1,4 @@
-"""The evaluator: every candidate is built, checked and timed by a runner (benchmark/runner.py: by
+"""The evaluator: every candidate is built, checked and timed by a runner (benchmark/judge/runner.py: by
 default a child process with a wall-clock timeout and a memory cap; README "Evaluator protocol").
 A crash, hang or blow-up becomes an EvalResult with `error_kind`, and the caller goes on.
 
@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from benchmark import baselines
-from benchmark import runner as runners
+from benchmark.judge import runner as runners
 from benchmark.task import Task
 from leka.core.config import BaselineConfig, DeviceConfig, EvaluatorConfig
 from leka.core.devices import parse_device
@@ -31,7 +31,7 @@ class Evaluator:
         self.cfg = cfg or EvaluatorConfig()
         # None: this machine; else the remote device's config, handed to the job as a dict
         self.device = device.model_dump(mode="json") if device is not None and parse_device(device.url) else None
-        # where jobs run (benchmark/runner.py): a board's rpc runner (build here, check and time there)
+        # where jobs run (benchmark/judge/runner.py): a board's rpc runner (build here, check and time there)
         # or a forked local child, unless a runner is passed in
         self.runner: Runner = runner or runners.create("rpc" if self.device else "local", timeout_s=self.cfg.timeout_s,
                                                        memory_cap_gb=self.cfg.memory_cap_gb,
@@ -41,7 +41,7 @@ class Evaluator:
         self.cache_dir = cache_dir or self.baseline.cache_dir
         self.n_evals = 0
         self.device_s = 0.0
-        self.wait_s = 0.0  # waiting for a measuring slot (benchmark/slots.py): not the run's time
+        self.wait_s = 0.0  # waiting for a measuring slot (benchmark/judge/slots.py): not the run's time
 
     def evaluate(self, task: Task, candidate=None, *, time_it: bool = True, baseline: str | None = None,
                  profile: bool = False, export: str | None = None, noise_floor: bool = False,
@@ -60,7 +60,7 @@ class Evaluator:
         `baselines.is_root_program`) is an A-vs-A already, so that comparison is the noise floor and no
         second one is timed. `timing_budget_s`: this evaluation's timing phase (the run's last evaluation
         gets what is left of the budget); `decide_below`: timing stops once the speedup is decided to be
-        under this (benchmark/timing.py decided_below). `check` False (with `time_it` False and no
+        under this (benchmark/judge/timing.py decided_below). `check` False (with `time_it` False and no
         profile): build and export only, for a candidate whose own evaluation checked it already (the
         run's export of its best node); the result says `extra["checked"]` False and is not `correct`.
         `reuse_baseline`: the root's per-call samples (its extra["baseline_samples"]): this candidate is

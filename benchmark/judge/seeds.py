@@ -1,5 +1,5 @@
 """Which seeds an evaluation checks and whether its first checked run follows a poison run: one policy
-for both protocols (benchmark/worker.py in-process, benchmark/isolated.py sandboxed)."""
+for both protocols (benchmark/judge/job.py in-process, benchmark/judge/sandbox/checks.py sandboxed)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ def check_seeds(st: Any) -> list[int]:
     """The seeds an evaluation checks: evaluator.seeds and a fresh one (see below), recorded in res."""
     seeds = list(st.cfg["seeds"])
     if st.cfg.get("root_program"):
-        # the root of a task whose baseline is its own program (benchmark/evaluator.py): TVM's default
+        # the root of a task whose baseline is its own program (benchmark/judge/evaluator.py): TVM's default
         # lowering, no agent's code, the very program the baseline runs unchecked; one fixed seed and the
         # fresh one check the import's numerics, and no poison run (`poison_run`): the defences against
         # stale buffers and baked answers are for agents' kernels (issue 44: 5 checked calls of ~20 s

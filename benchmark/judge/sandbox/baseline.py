@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmark import baselines, sandbox
+from benchmark import baselines
+from benchmark.judge.sandbox import control
 
 
 def _records(out: Any, keep: list[Any]) -> list[tuple[int, int, Any, tuple[int, ...]]]:
@@ -42,7 +43,7 @@ def _records(out: Any, keep: list[Any]) -> list[tuple[int, int, Any, tuple[int, 
     return [(a.ctypes.data, a.nbytes, a.dtype, a.shape)]
 
 
-def py_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepared: Any, hold: int) -> sandbox.Served:
+def py_served(st: Any, kind: str, specs: list[control.InputSpec], prepared: Any, hold: int) -> control.Served:
     """A PyTorch / engine baseline on the CPU. `prepared`: an engine's model file, converted and verified
     by the judge before the fork (benchmark/engines.py)."""
     threads = int(st.job.get("threads", 2))
@@ -81,7 +82,7 @@ def py_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepared: Any,
             for out in held:
                 for addr, nbytes, dtype, shape in _records(out, keep):
                     dims = list(shape)[:8]
-                    flat += [addr, nbytes, sandbox.dtype_code(dtype), len(shape)] + dims + [0] * (8 - len(dims))
+                    flat += [addr, nbytes, control.dtype_code(dtype), len(shape)] + dims + [0] * (8 - len(dims))
             res = np.ctypeslib.as_array((ctypes.c_int64 * cap).from_address(results_addr))
             res[:len(flat)] = flat
             np.ctypeslib.as_array((ctypes.c_int64 * 2).from_address(progress_addr))[:] = (nonce, n)
@@ -89,7 +90,7 @@ def py_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepared: Any,
 
         return run, None
 
-    return sandbox.Served(setup=setup, n_outputs=len(st.root.outputs), threads=threads,
+    return control.Served(setup=setup, n_outputs=len(st.root.outputs), threads=threads,
                           sandbox=False, guard=False, hold=hold)
 
 
@@ -149,8 +150,8 @@ class _Slots:
         return [np.array(t) if self.numpy_args else t.cpu().numpy() for t in self.sets[int(s)]]
 
 
-def py_device_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepared: Any,
-                     n_slots: int) -> sandbox.Served:
+def py_device_served(st: Any, kind: str, specs: list[control.InputSpec], prepared: Any,
+                     n_slots: int) -> control.Served:
     """A PyTorch / engine baseline on a device backend's judge: the same upload / run / fetch requests
     as the candidate's device worker (see the module docstring)."""
     threads = int(st.job.get("threads", 2))
@@ -161,7 +162,7 @@ def py_device_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepare
     def setup(buf, pool):
         import torch
 
-        from benchmark.refs import flat_outputs
+        from benchmark.judge.refs import flat_outputs
 
         torch.set_num_threads(threads)
         slots = _Slots(shapes, n_slots, kind in baselines.engines.ENGINES and not on_cuda, on_cuda)
@@ -190,8 +191,8 @@ def py_device_served(st: Any, kind: str, specs: list[sandbox.InputSpec], prepare
                 slots.sync()
             return flat_outputs(out)
 
-        return sandbox.DeviceServe(upload=lambda offsets, n: slots.upload(buf, pool.starts, offsets, n), run=run,
+        return control.DeviceServe(upload=lambda offsets, n: slots.upload(buf, pool.starts, offsets, n), run=run,
                                    fetch=fetch, inputs=slots.read, profile=None, slots=len(slots.sets))
 
-    return sandbox.Served(setup=setup, n_outputs=len(st.root.outputs), threads=threads, sandbox=False,
+    return control.Served(setup=setup, n_outputs=len(st.root.outputs), threads=threads, sandbox=False,
                           guard=False, device=True)

@@ -2,7 +2,7 @@
 (`Runner.create(kind)`, `Runner.submit(job) -> EvalFuture`, `future.done()`, `future.result()`).
 
 A job is the JSON-able dict `Evaluator` makes (task path, candidate, evaluator config, baseline, ...);
-running it means the steps of benchmark/worker.py (prepare -> build -> check -> profile/export ->
+running it means the steps of benchmark/judge/job.py (prepare -> build -> check -> profile/export ->
 time) somewhere, and its answer is `(EvalResult, profile dict or None)`. Failures are data there too:
 a runner never raises for a candidate's fault.
 
@@ -10,15 +10,15 @@ a runner never raises for a candidate's fault.
 the table `RUNNERS`:
 
 - `local` (`LocalRunner`): a child process forked from a forkserver that has torch and TVM loaded,
-  running benchmark/worker.py's steps, with a wall-clock timeout and a memory cap over the child's
+  running benchmark/judge/job.py's steps, with a wall-clock timeout and a memory cap over the child's
   whole process tree (crash / hang / OOM become results). Once the child has passed its memory check
   (it writes `OUT.prepared`), a second child from the same forkserver computes the PyTorch references
-  into a folder (benchmark/refs.py), which the first reads memory-mapped seed by seed; the cap covers
-  both. Without a configured cap the child's derived one (benchmark/memory.py) replaces this
+  into a folder (benchmark/judge/refs.py), which the first reads memory-mapped seed by seed; the cap covers
+  both. Without a configured cap the child's derived one (benchmark/judge/memory.py) replaces this
   machine's share once it is known.
 - `rpc` (`RPCRunner`): a board behind the TVM RPC tracker (`device.url = rpc://...`, e.g. an OpenCL
   board). Its child, watched the same way (timeout, memory cap), runs
-  `benchmark.rpc_runner.run_remote_job`: build and references here, check and timing on the board.
+  `benchmark.judge.remote_job.run_remote_job`: build and references here, check and timing on the board.
 
 `Evaluator` creates `rpc` when its device config names a board, else `local`, unless a runner is
 passed in (`Evaluator(runner=...)`). Each runner refuses a job meant for the other kind.
@@ -44,8 +44,8 @@ from typing import Any, ClassVar
 
 import psutil
 
-from benchmark import memory, refs, slots
-from benchmark.proc import become_subreaper, die_with_parent, kill_descendants, leave_forkserver
+from benchmark.judge import memory, refs, slots
+from benchmark.judge.proc import become_subreaper, die_with_parent, kill_descendants, leave_forkserver
 from leka.core.protocols import EvalFuture, Runner
 from leka.core.types import EvalResult
 
@@ -62,7 +62,7 @@ def _context():
         os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
         _CTX = mp.get_context("forkserver")
         _CTX.set_forkserver_preload(["torch", "tvm", "tvm.relax", "tvm.relax.frontend.torch", "leka.ir",
-                                     "benchmark.worker", "benchmark.baselines"])
+                                     "benchmark.judge.job", "benchmark.baselines"])
     return _CTX
 
 
@@ -243,7 +243,7 @@ class LocalFuture:
     """A job in a forked child; `result()` watches it (timeout, memory cap) and reads its answer."""
 
     def __init__(self, job: dict[str, Any], timeout_s: float, memory_cap_gb: float | None, measure_slots: int = 0,
-                 entry: str = "benchmark.worker:run_job", refs_child: bool = True):
+                 entry: str = "benchmark.judge.job:run_job", refs_child: bool = True):
         self.timeout_s, self.cap_gb = timeout_s, memory_cap_gb
         self.cap, self.cap_where = memory.cap_bytes(memory_cap_gb)  # the child's own replaces it when derived
         job = {**job, "memory_cap_gb": memory_cap_gb, "slot_dir": str(slots.slot_dir(job.get("backend", "llvm")))}
@@ -258,7 +258,7 @@ class LocalFuture:
         fd, self.out_path = tempfile.mkstemp(prefix="leka-eval-", suffix=".json")
         os.close(fd)
         os.unlink(self.out_path)
-        # the whole child (build, check, time) holds a measuring slot (benchmark/slots.py); the wait
+        # the whole child (build, check, time) holds a measuring slot (benchmark/judge/slots.py); the wait
         # for it is not part of the evaluation's timeout
         self.slot = slots.acquire(measure_slots, job.get("backend", "llvm"))
         self.t0 = time.perf_counter()
@@ -374,7 +374,7 @@ class LocalFuture:
         base = {"task": job.get("task_id", "?"), "backend": job.get("backend", "llvm"), "baseline": job["baseline"],
                 "wall_s": wall, "seeds": list(job["evaluator"]["seeds"]), "peak_rss_bytes": peak or None}
         p = Path(self.out_path)
-        # the child marks that it holds the GPU (benchmark/gpu_timing.py): dying without a result then is
+        # the child marks that it holds the GPU (benchmark/judge/gpu_timing.py): dying without a result then is
         # a CUDA fault (illegal address, launch failure), and the next evaluation is a fresh child
         on_gpu = Path(self.out_path + ".gpu")
         died_on_gpu = on_gpu.exists()
@@ -407,7 +407,7 @@ class _ChildRunner:
 
     kind: ClassVar[str]
     entry: ClassVar[str]  # "module:function" the child calls with (job, out_path)
-    refs_child: ClassVar[bool]  # a second child computes the references (benchmark/refs.py)
+    refs_child: ClassVar[bool]  # a second child computes the references (benchmark/judge/refs.py)
 
     def __init__(self, timeout_s: float = 600.0, memory_cap_gb: float | None = None, measure_slots: int = 0):
         self.timeout_s, self.memory_cap_gb, self.measure_slots = timeout_s, memory_cap_gb, measure_slots
@@ -424,9 +424,9 @@ class _ChildRunner:
 
 
 class LocalRunner(_ChildRunner):
-    """Each job on this machine, in a child running benchmark/worker.py's steps (the default runner)."""
+    """Each job on this machine, in a child running benchmark/judge/job.py's steps (the default runner)."""
 
-    kind, entry, refs_child = "local", "benchmark.worker:run_job", True
+    kind, entry, refs_child = "local", "benchmark.judge.job:run_job", True
 
     def _refuse(self, job: dict[str, Any]) -> str | None:
         return f"it is for the device {job['device'].get('url')!r} (use the rpc runner)" if job.get("device") else None
@@ -435,9 +435,9 @@ class LocalRunner(_ChildRunner):
 class RPCRunner(_ChildRunner):
     """Each job on a board behind the TVM RPC tracker (`job["device"]`, a DeviceConfig as a dict): its
     local child builds and computes the references, the board checks and times
-    (benchmark/rpc_runner.py)."""
+    (benchmark/judge/remote_job.py)."""
 
-    kind, entry, refs_child = "rpc", "benchmark.rpc_runner:run_remote_job", False
+    kind, entry, refs_child = "rpc", "benchmark.judge.remote_job:run_remote_job", False
 
     def _refuse(self, job: dict[str, Any]) -> str | None:
         return None if job.get("device") else "it names no device (device.url = rpc://HOST:PORT/KEY)"

@@ -1,4 +1,4 @@
-"""The sandbox's wire (benchmark/sandbox.py, sandbox_worker.py): the framing of the control channel
+"""The sandbox's wire (benchmark/judge/sandbox/control.py, worker.py): the framing of the control channel
 (length-prefixed JSON only), the output records a worker reports, reading a stopped worker's memory,
 the errors the judge raises, and `Served`, what a worker serves. Shared by the judge's half and the
 worker's half, which import it and never each other's internals."""
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 ALIGN = 64  # bytes: every view into a pool starts on a 64-byte boundary, as TVM allocates
-_LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class WorkerDied(RuntimeError):
@@ -95,7 +95,7 @@ class _Fetched(Sequence):
 
 
 # --------------------------------------------------------------------------- framing (JSON only)
-def _send(sock: socket.socket, obj: Any) -> None:
+def send_frame(sock: socket.socket, obj: Any) -> None:
     data = json.dumps(obj, separators=(",", ":")).encode()
     sock.sendall(struct.pack("<Q", len(data)) + data)
 
@@ -149,7 +149,7 @@ MAX_MESSAGE = 64 << 20
 START_TIMEOUT_S = 120.0  # a worker's setup (warm-up, filter) takes well under a second
 
 
-def _recv(sock: socket.socket) -> Any:
+def recv_frame(sock: socket.socket) -> Any:
     (n,) = struct.unpack("<Q", _recv_exact(sock, 8))
     if n > MAX_MESSAGE:
         raise WorkerDied(f"a message of {n} bytes, over the protocol's {MAX_MESSAGE}")
@@ -173,7 +173,7 @@ def read_memory(pid: int, addr: int, nbytes: int) -> bytearray:
         n = min(nbytes - done, 1 << 30)
         local = _IOVec(ctypes.addressof(base) + done, n)
         remote = _IOVec(addr + done, n)
-        got = _LIBC.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+        got = LIBC.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
         if got <= 0:
             e = ctypes.get_errno()
             raise WorkerDied(f"reading the worker's output at {addr:#x} (+{done}): {os.strerror(e)}")
@@ -236,9 +236,9 @@ class Served:
     device: bool = False
     # the calls of a request whose outputs stay alive to be checked: the last `hold` (0: every call).
     # A ring lets each call write a warm buffer, as in a model's memory plan; the judge then draws the
-    # call count so that no call can tell whether it falls in the ring (benchmark/isolated.py)
+    # call count so that no call can tell whether it falls in the ring (benchmark/judge/sandbox/checks.py)
     hold: int = 0
-    # the worker's compute threads placed one core each after its pools are made (sandbox_worker.place_threads)
+    # the worker's compute threads placed one core each after its pools are made (worker.py place_threads)
     pin: bool = False
     # the candidate's sealed L2 libraries: loaded by the worker itself, under leka.core.confine's
     # filter (no exec, socket, file write), never by the judge (their load-time code would run there)
@@ -274,7 +274,7 @@ def placed_record(placed: Any) -> dict[str, list[int]]:
 
 def jail_dir(libs: Sequence[str] = ()) -> str:
     """A sandboxed worker's root (made by the judge): empty but for the candidate's sealed L2 libraries,
-    which the worker loads in there (benchmark/sandbox_worker.py `_late_l2`)."""
+    which the worker loads in there (benchmark/judge/sandbox/worker.py `_late_l2`)."""
     import shutil
     import tempfile
 

@@ -111,7 +111,7 @@ def machine_floor(work: Work, backend: str, threads: int) -> tuple[Floor | None,
 
 
 def physical_floor(st) -> bool:
-    """The worker's step after the timing (benchmark/worker.py STEPS): the floor's verdict on a timed
+    """The worker's step after the timing (benchmark/judge/job.py STEPS): the floor's verdict on a timed
     evaluation. The floor is advice where it cannot be had (its failure recorded, never the
     evaluation's)."""
     res, cfg = st.res, st.cfg

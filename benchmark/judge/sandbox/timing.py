@@ -1,7 +1,7 @@
-"""The sandboxed protocol's paired timing (benchmark/isolated.py sets the workers up and checks): each
+"""The sandboxed protocol's paired timing (benchmark/judge/sandbox/checks.py sets the workers up and checks): each
 arm's samples are requests to its worker, and each request is checked after it.
 
-- Every call of a request reads its own windows, none overlapping another's (benchmark/sandbox_pool.py),
+- Every call of a request reads its own windows, none overlapping another's (benchmark/judge/sandbox/pool.py),
   refilled with fresh contents before the request.
 - The worker keeps every call's outputs (`sandbox_hold` 0; N > 0, a ring of the last N, is for
   diagnostics: a kernel reads the loop's call count from its frames and computes only the kept calls);
@@ -9,7 +9,7 @@ arm's samples are requests to its worker, and each request is checked after it.
 - A request of more than one planned call follows one untimed call on the pool's previous contents
   (`sandbox_warm_call`): a request's first call after the other arm's finds the machine cold, and the
   drawn counts make short requests common.
-- After the answer (its nonce and the loop's progress checked: benchmark/sandbox.py) one call, drawn
+- After the answer (its nonce and the loop's progress checked: benchmark/judge/sandbox/control.py) one call, drawn
   among all those kept, is checked before the worker runs again: its output against the other arm's
   on the same inputs (an untimed one-call request to the other worker), at twice the task's tolerance.
 - The clock is the judge's, around the request (less, with a ring, the fastest empty request's cost).
@@ -25,10 +25,11 @@ import random
 import time
 from typing import Any
 
-from benchmark import sandbox, timing
-from benchmark.isolated import SYSRAND, fail, input_maker, outputs_like
-from benchmark.outputs import compare
-from benchmark.process_state import ProcessStateChanged
+from benchmark.judge import timing
+from benchmark.judge.outputs import compare
+from benchmark.judge.process_state import ProcessStateChanged
+from benchmark.judge.sandbox import control
+from benchmark.judge.sandbox.checks import SYSRAND, fail, input_maker, outputs_like
 
 
 def draw_calls(rng: random.Random, n: int, most: int, hold: int) -> int:
@@ -53,7 +54,7 @@ class _Arm:
     """One arm's sandboxed timing: `sample(number)` is its Timer's (see the module docstring). Arms share
     the judge's rng, pool and diagnostics list; each checks a drawn call against the other arm."""
 
-    def __init__(self, st: Any, me: sandbox.SandboxWorker, other: sandbox.SandboxWorker | None, role: str,
+    def __init__(self, st: Any, me: control.SandboxWorker, other: control.SandboxWorker | None, role: str,
                  rng: random.Random, diag: list | None, fixed: list[float]):
         self.st, self.me, self.other, self.role, self.rng, self.diag = st, me, other, role, rng, diag
         self.make, self.like = input_maker(st), outputs_like(st)
@@ -98,7 +99,7 @@ class _Arm:
         return min([t] + [self.one(n, draw=False) for _ in range(2)])
 
     def _rows(self, n: int) -> tuple[list[list[int]], float]:
-        """n calls' windows, each its own (disjoint from every other call's: `sandbox.Pool`), filled
+        """n calls' windows, each its own (disjoint from every other call's: `control.Pool`), filled
         with fresh contents; each call's inputs as byte offsets, and the refill's seconds."""
         pool, rng = self.st.pool, self.rng
         first = rng.randrange(pool.sets)  # call c reads copy first + c: consecutive calls, other bytes
@@ -129,13 +130,13 @@ class _Arm:
             n = draw_calls(self.rng, n, self.st.max_calls, 0 if self.me.device else self.me.hold)
         rows, t_fill = self._rows(n)
         me, diag = self.me, self.diag
-        f0, p0 = (sandbox.faults(me.pid), time.process_time()) if diag is not None else (None, 0.0)
+        f0, p0 = (control.faults(me.pid), time.process_time()) if diag is not None else (None, 0.0)
         calls = me.run(rows)
         if diag is not None:
-            f1, judge_cpu = sandbox.faults(me.pid), time.process_time() - p0
+            f1, judge_cpu = control.faults(me.pid), time.process_time() - p0
             diag.append([self.role[0], n, calls.seconds, me.worker_s, t_fill, draw,
                          [b - a for a, b in zip(f0, f1, strict=True)] if f0 and f1 else None, judge_cpu,
-                         sandbox.cpus(me.pid), self.st.pool.generation, ""])
+                         control.cpus(me.pid), self.st.pool.generation, ""])
         # the check first, before the worker runs again: a kernel that answered before its calls ran
         # (its clock stopped early) could otherwise finish them while the judge asks for its state
         self._check(calls, rows, n)
@@ -147,7 +148,7 @@ class _Arm:
         # never below a tenth of the request: a fixed cost measured when the machine was quieter than now
         return max(calls.seconds - fixed, 0.1 * calls.seconds) / n
 
-    def _check(self, calls: sandbox.Calls, rows: list[list[int]], n: int) -> None:
+    def _check(self, calls: control.Calls, rows: list[list[int]], n: int) -> None:
         """A call drawn after the request among those whose outputs were kept, against the other arm's
         on the same inputs."""
         j = self.rng.randrange(calls.first, n)
@@ -173,7 +174,7 @@ class _Arm:
         what timing alone saves; the model is the reference the check uses anyway)."""
         import torch
 
-        from benchmark import refs as refstore
+        from benchmark.judge import refs as refstore
 
         if getattr(self.st, "ref_model", None) is None:
             self.st.ref_model = self.st.task.make_model()
@@ -218,7 +219,7 @@ def time_step(st: Any) -> bool:
         return _time_alone(st, cfg.get("reuse_baseline"))
     try:
         tm = timing.judged_pairs(cand, base, cfg, res, gpu=bool(st.gpu))
-    except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
+    except (control.WorkerDied, control.WorkerError, control.ShapeMismatch) as e:
         res.correct = False
         return fail(st, e, "timing")
     finally:
@@ -236,7 +237,7 @@ def time_step(st: Any) -> bool:
 
 
 def _time_alone(st: Any, base_samples: list[float] | None) -> bool:
-    """The candidate's worker timed alone (benchmark/timing.py alone_timing), each sample's drawn call
+    """The candidate's worker timed alone (benchmark/judge/timing.py alone_timing), each sample's drawn call
     checked against the task's model: the root of a slow task (its samples become the baseline's) or a
     later evaluation against the root's samples (issue 44)."""
     res, cfg = st.res, st.cfg
@@ -254,7 +255,7 @@ def _time_alone(st: Any, base_samples: list[float] | None) -> bool:
         res.correct = False
         res.error_kind, res.error = "process_state", f"during the timing: {e}"
         return False
-    except (sandbox.WorkerDied, sandbox.WorkerError, sandbox.ShapeMismatch) as e:
+    except (control.WorkerDied, control.WorkerError, control.ShapeMismatch) as e:
         res.correct = False
         return fail(st, e, "timing")
     timing.record(res, tm)

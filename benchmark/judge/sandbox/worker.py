@@ -1,4 +1,4 @@
-"""Inside a sandboxed worker (benchmark/sandbox.py forks it; docs/threat_model.md): file descriptors
+"""Inside a sandboxed worker (benchmark/judge/sandbox/control.py forks it; docs/threat_model.md): file descriptors
 closed, the environment emptied, the empty root and unprivileged uid, the resource limits, the seccomp
 allow-list, then the request loop. Nothing here returns to the judge's code: a worker ends in
 `os._exit`."""
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.ctypeslib  # noqa: F401 - loaded before a worker's root is emptied (its Python loops use it)
 
-from benchmark import proc
-from benchmark.sandbox_wire import _LIBC, RECORD, Served, _recv, _send, dtype_code
+from benchmark.judge import proc
+from benchmark.judge.sandbox.wire import LIBC, RECORD, Served, dtype_code, recv_frame, send_frame
 from leka.core.confine import NOBODY
 
 try:  # loaded here, in the judge (and the forkserver that preloads it), not in every worker
@@ -62,7 +62,7 @@ def _jail(root_dir: str | None) -> list[str]:
     uid, gid = os.geteuid(), os.getegid()
     if uid != 0:
         CLONE_NEWUSER = 0x10000000
-        if _LIBC.unshare(CLONE_NEWUSER) != 0:
+        if LIBC.unshare(CLONE_NEWUSER) != 0:
             return layers  # no user namespaces here: seccomp alone
         try:
             with open("/proc/self/setgroups", "w") as f:
@@ -312,7 +312,7 @@ def main(sock: socket.socket, served: Served, pool: Any, judge: int, root_dir: s
     placed = place_threads() if served.pin and not served.device else {}
     guard = None
     if served.guard:
-        from benchmark.process_state import Guard
+        from benchmark.judge.process_state import Guard
 
         guard = Guard(read_proc=False)
     threads_now = len(os.listdir("/proc/self/task"))  # its pools' threads, for the judge's record
@@ -321,11 +321,11 @@ def main(sock: socket.socket, served: Served, pool: Any, judge: int, root_dir: s
     hello = {"ok": True, "layers": layers, "threads": threads_now, "results": int(results.ctypes.data),
              "progress": int(progress.ctypes.data), "placed": placed}
     if served.device:
-        _send(sock, {**hello, "device": True, "slots": int(served_now.slots)})
+        send_frame(sock, {**hello, "device": True, "slots": int(served_now.slots)})
         _serve_device(sock, served_now, guard, offsets, results, progress)
     else:
         run, profile = served_now
-        _send(sock, hello)
+        send_frame(sock, hello)
         _serve(sock, run, profile, guard, offsets, results, progress)
 
 
@@ -351,7 +351,7 @@ def _loop(sock: socket.socket, ops: dict[str, Callable[[dict[str, Any]], dict[st
     answer carries its request's nonce (an answer to another request is out of protocol)."""
     ops = {**ops, "state": lambda _m: _state(guard)}
     while True:
-        msg = _recv(sock)
+        msg = recv_frame(sock)
         op = msg.get("op")
         if op == "exit":
             os._exit(0)
@@ -360,7 +360,7 @@ def _loop(sock: socket.socket, ops: dict[str, Callable[[dict[str, Any]], dict[st
             reply = fn(msg) if fn is not None else {"error": f"unknown request {op!r}"}
         except Exception as e:  # noqa: BLE001 - the candidate's runtime error, as data
             reply = _error(e)
-        _send(sock, {**reply, "nonce": msg.get("nonce")})
+        send_frame(sock, {**reply, "nonce": msg.get("nonce")})
 
 
 def _serve(sock: socket.socket, run: Callable[..., int], profile: Any, guard: Any, offsets: np.ndarray,

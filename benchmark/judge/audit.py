@@ -70,7 +70,7 @@ def flag(res, degenerate_ref: str | None, threshold: float = 10.0) -> list[str]:
 
 
 def audit_step(st) -> bool:
-    """The worker's last step (benchmark/worker.py STEPS): the reference's degeneracy was judged on seed 0
+    """The worker's last step (benchmark/judge/job.py STEPS): the reference's degeneracy was judged on seed 0
     during the check (`st.ref_degenerate`; the in-process path keeps seed 0's references)."""
     ref = st.ref_degenerate
     if ref is None and st.refs_by_seed:

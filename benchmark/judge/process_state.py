@@ -97,7 +97,7 @@ class Guard:
     """Snapshot now; `check()` raises if anything recorded has changed since."""
 
     def __init__(self, read_proc: bool = True) -> None:
-        # read_proc False: a sandboxed worker (benchmark/sandbox.py), which opens no file once its
+        # read_proc False: a sandboxed worker (benchmark/judge/sandbox/control.py), which opens no file once its
         # filter is on; its signal masks are its own business there
         self.read_proc = read_proc
         self._omp = _omp_runtimes()

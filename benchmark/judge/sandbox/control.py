@@ -1,6 +1,6 @@
 """The sandboxed worker: the process a candidate's code runs in (issue 26; docs/threat_model.md).
 
-The evaluation process (the judge, benchmark/worker.py) builds the candidate, then forks a worker that
+The evaluation process (the judge, benchmark/judge/job.py) builds the candidate, then forks a worker that
 holds the built module and nothing the candidate could use: its environment emptied, its standard
 streams on /dev/null, every other file descriptor closed but its control socket and a read-only
 mapping of the input pool, an empty root (chroot, as root or inside a user namespace where the machine
@@ -46,9 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmark import sandbox_worker
-from benchmark.sandbox_pool import InputSpec, Pool, _align  # noqa: F401 - the sandbox's names, re-exported
-from benchmark.sandbox_wire import (  # noqa: F401 - the sandbox's names, re-exported for its users
+from benchmark.judge.sandbox import worker
+from benchmark.judge.sandbox.pool import InputSpec, Pool, align  # noqa: F401 - the sandbox's names, re-exported
+from benchmark.judge.sandbox.wire import (  # noqa: F401 - the sandbox's names, re-exported for its users
     ALIGN,
     MAX_MESSAGE,
     RECORD,
@@ -64,8 +64,6 @@ from benchmark.sandbox_wire import (  # noqa: F401 - the sandbox's names, re-exp
     _dtype_name,
     _Fetched,
     _outs,
-    _recv,
-    _send,
     check_like,
     cpus,
     dtype_code,
@@ -73,7 +71,9 @@ from benchmark.sandbox_wire import (  # noqa: F401 - the sandbox's names, re-exp
     jail_dir,
     placed_record,
     read_memory,
+    recv_frame,
     remove_jail_dir,
+    send_frame,
 )
 
 # --------------------------------------------------------------------------- the judge's handle
@@ -157,7 +157,7 @@ class SandboxWorker:
         self.sock.settimeout(limit)
         try:
             self.sock.sendall(frame)
-            reply = _recv(self.sock)
+            reply = recv_frame(self.sock)
         except TimeoutError:
             self._stopped = True
             self._overdue(msg, limit)
@@ -328,11 +328,11 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None,
         code = 0
         try:
             parent.close()
-            sandbox_worker.main(child, served, pool, judge, root_dir, data_limit)
+            worker.main(child, served, pool, judge, root_dir, data_limit)
         except BaseException:  # noqa: BLE001 - whatever happens, the worker ends here
             code = 70
             try:
-                _send(child, {"error": "worker setup: " + traceback.format_exc()[-1500:]})
+                send_frame(child, {"error": "worker setup: " + traceback.format_exc()[-1500:]})
             except Exception:  # noqa: BLE001
                 pass
         os._exit(code)
@@ -343,7 +343,7 @@ def start(served: Served, pool: Pool, role: str, data_limit: int | None = None,
     w._stopped = False
     parent.settimeout(START_TIMEOUT_S)
     try:
-        hello = _recv(parent)
+        hello = recv_frame(parent)
     except (WorkerDied, TimeoutError) as e:
         if isinstance(e, TimeoutError):
             w.exit_note = f"no answer within {START_TIMEOUT_S:g} s of its start"

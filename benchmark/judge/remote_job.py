@@ -6,9 +6,9 @@ same key by `leka bench baseline --device`) for the device's target (`device.tar
 e.g. the board's host triple) and link both with `device.cross_compiler`. On the board: upload both,
 check the candidate over the seeds (poisoned buffers first, inputs checked unchanged) against the
 PyTorch reference computed here, then time candidate and baseline in interleaved pairs with the
-board's own `time_evaluator` (benchmark.worker.paired_timing), so both are device times.
+board's own `time_evaluator` (benchmark.judge.job.paired_timing), so both are device times.
 
-It runs inside the evaluation child of `benchmark.runner.RPCRunner` (the runner `Evaluator` creates
+It runs inside the evaluation child of `benchmark.judge.runner.RPCRunner` (the runner `Evaluator` creates
 for a remote device), so a board that hangs hits the evaluator's timeout; a board that disconnects
 raises here and becomes an EvalResult with error_kind "runtime" and the device in the message; the run goes on.
 An emulated board (`device.emulated`, `leka board emulate`) is checked as any board; its timed results
@@ -28,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.refs import flat_outputs
-from benchmark.timing import paired_timing, record, tvm_timer
-from benchmark.worker import _err, _np, _short, compare
+from benchmark.judge.errors import set_error, short_error
+from benchmark.judge.outputs import as_numpy, compare
+from benchmark.judge.refs import flat_outputs
+from benchmark.judge.timing import paired_timing, record, tvm_timer
 from leka.core.devices import parse_device, use_board
 from leka.core.types import EvalResult
 
@@ -53,7 +54,7 @@ def _built_libs(job: dict[str, Any], task, root, target, workdir: Path, res: Eva
         libs = {"cand": Path(ir.export(built, workdir / "cand.so", cross_compiler=cc))}
     except Exception as e:  # noqa: BLE001 - a candidate that does not build is data
         res.build_s = time.perf_counter() - t0
-        _err(res, "illegal_source" if isinstance(e, ir.IllegalObject) else "compile", _short(e))
+        set_error(res, "illegal_source" if isinstance(e, ir.IllegalObject) else "compile", short_error(e))
         return None
     res.build_s = time.perf_counter() - t0
     res.compiled = True
@@ -79,20 +80,20 @@ def _check(runner, task, seeds: list[int], poison: bool, atol: float, rtol: floa
 
     outs_by_seed, first_inputs = [], None
     for seed in seeds:
-        inputs = [_np(t) for t in task.make_inputs(seed)]
+        inputs = [as_numpy(t) for t in task.make_inputs(seed)]
         if poison:
             try:
-                runner.run_device(runner.to_device([_np(t) for t in task.make_inputs(seed + 7919)]))
+                runner.run_device(runner.to_device([as_numpy(t) for t in task.make_inputs(seed + 7919)]))
             except Exception:  # noqa: BLE001 - the checked run below reports the error
                 pass
         args = runner.to_device(inputs)
         try:
             outs = [o.numpy() for o in runner.run_device(args)]
         except Exception as e:  # noqa: BLE001
-            raise DeviceError(f"seed {seed}: {_short(e)}") from e
+            raise DeviceError(f"seed {seed}: {short_error(e)}") from e
         for i, (a, d) in enumerate(zip(inputs, args, strict=True)):
             if not np.array_equal(a, d.numpy(), equal_nan=True):
-                _err(res, "input_mutated", f"seed {seed}: the candidate wrote into input {i}")
+                set_error(res, "input_mutated", f"seed {seed}: the candidate wrote into input {i}")
                 return None
         outs_by_seed.append(outs)
         first_inputs = first_inputs or inputs
@@ -107,7 +108,7 @@ def _check(runner, task, seeds: list[int], poison: bool, atol: float, rtol: floa
         if kind:
             res.max_abs_err = None if math.isnan(ea) else ea
             res.max_rel_err = None if math.isnan(er) else er
-            _err(res, kind, f"seed {seed}: {msg}")
+            set_error(res, kind, f"seed {seed}: {msg}")
             return None
     res.max_abs_err, res.max_rel_err = max_abs, max_rel
     res.correct = True
@@ -125,7 +126,7 @@ def _on_board(job: dict[str, Any], task, libs: dict[str, Path], res: EvalResult)
         sess = remote.request(dev.host, dev.port, dev.key, timeout_s=dev_cfg.get("request_timeout_s", 120.0),
                               session_timeout=int(dev_cfg.get("session_timeout_s", 600)))
     except Exception as e:  # noqa: BLE001
-        raise DeviceError(f"no session: {_short(e)}") from e
+        raise DeviceError(f"no session: {short_error(e)}") from e
     try:
         t0 = time.perf_counter()
         for p in libs.values():
@@ -133,7 +134,7 @@ def _on_board(job: dict[str, Any], task, libs: dict[str, Path], res: EvalResult)
         cand = A.remote_runner(sess, libs["cand"].name, backend)
         res.extra["upload_s"] = time.perf_counter() - t0
     except Exception as e:  # noqa: BLE001
-        raise DeviceError(f"upload/load: {_short(e)}") from e
+        raise DeviceError(f"upload/load: {short_error(e)}") from e
     t0 = time.perf_counter()
     inputs = _check(cand, task, list(cfg["seeds"]), cfg.get("poison", True), job.get("atol", task.atol),
                     job.get("rtol", task.rtol), res)
@@ -145,7 +146,7 @@ def _on_board(job: dict[str, Any], task, libs: dict[str, Path], res: EvalResult)
         tm = paired_timing(tvm_timer(cand, cand.to_device(inputs)), tvm_timer(base, base.to_device(inputs)), cfg,
                            probe_load=False)  # timed on the board: this host's load is not the timing's
     except Exception as e:  # noqa: BLE001
-        raise DeviceError(f"timing: {_short(e)}") from e
+        raise DeviceError(f"timing: {short_error(e)}") from e
     record(res, tm)
     if dev_cfg.get("emulated"):
         mark_emulated(res)
@@ -166,7 +167,7 @@ def mark_emulated(res: EvalResult) -> None:
 
 def run_remote_job(job: dict[str, Any], out_path: str) -> None:
     """Entry point of the evaluation child for a remote device; always writes out_path (the same
-    JSON as benchmark.worker.run_job) unless the process itself dies."""
+    JSON as benchmark.judge.job.run_job) unless the process itself dies."""
     import torch
 
     from benchmark.roots import load_root
@@ -194,13 +195,13 @@ def run_remote_job(job: dict[str, Any], out_path: str) -> None:
         task = load_task_file(job["task_path"])
         res.task = task.id
         if job.get("time") and job.get("baseline") not in (None, "untuned", "tuned"):
-            _err(res, "bad_input", f"a remote device is timed against the untuned or tuned TVM baseline only, "
+            set_error(res, "bad_input", f"a remote device is timed against the untuned or tuned TVM baseline only, "
                  f"not {job.get('baseline')!r} (torch/ort run on this host)")
             return finish()
         try:
             root = load_root(task, cache_dir=job.get("cache_dir"))
         except A.ImportFailure as e:
-            _err(res, "import", str(e))
+            set_error(res, "import", str(e))
             return finish()
         # the board's target and toolchain for every build here (L2 C/C++ with its cross compiler)
         with use_board(dev_cfg), tempfile.TemporaryDirectory(prefix="leka-rpc-") as tmp:
@@ -210,8 +211,8 @@ def run_remote_job(job: dict[str, Any], out_path: str) -> None:
                 _on_board(job, task, libs, res)
         return finish()
     except DeviceError as e:
-        _err(res, "runtime", f"device {dev_cfg['url']}: {e}")
+        set_error(res, "runtime", f"device {dev_cfg['url']}: {e}")
         return finish()
     except Exception as e:  # noqa: BLE001 - anything else is still a result, with its traceback
-        _err(res, "runtime", f"{_short(e)}\n{traceback.format_exc()[-1500:]}")
+        set_error(res, "runtime", f"{short_error(e)}\n{traceback.format_exc()[-1500:]}")
         return finish()

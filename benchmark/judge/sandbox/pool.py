@@ -1,4 +1,4 @@
-"""The sandbox's input pool (benchmark/sandbox.py): one memfd the judge writes and the workers map
+"""The sandbox's input pool (benchmark/judge/sandbox/control.py): one memfd the judge writes and the workers map
 read-only, a window per call, no two windows of a request overlapping. No tvm import here."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchmark.sandbox_wire import ALIGN
+from benchmark.judge.sandbox.wire import ALIGN
 
 
 @dataclass
@@ -27,7 +27,7 @@ class InputSpec:
         return int(np.prod(self.shape, dtype=np.int64))
 
 
-def _align(n: int) -> int:
+def align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
@@ -70,7 +70,7 @@ class Pool:
         pos = 0
         for s in self.specs:
             self.starts.append(pos)
-            self.wins.append(_align(max(s.nbytes, 1)))
+            self.wins.append(align(max(s.nbytes, 1)))
             self.strides.append(self.wins[-1] * self.windows)
             self.caps.append(self.strides[-1] * self.sets)
             pos += self.caps[-1]

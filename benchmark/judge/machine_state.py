@@ -1,5 +1,5 @@
 """The platform a timing ran on (issue 43): CPU frequency governor, turbo / boost, SMT and the siblings
-of the cores used, their frequency before and after the timing, steal time (benchmark/load.py's), and
+of the cores used, their frequency before and after the timing, steal time (benchmark/judge/load.py's), and
 on a GPU its clocks and whether they are locked. Into `EvalResult.extra["platform"]` for every timed
 evaluation, with `moved` (the reasons the machine's state changed while it timed) or None.
 

@@ -1,5 +1,5 @@
 """Process lifetime helpers for the evaluator's children (issue 26, item 8), called first in a child
-forked from the multiprocessing forkserver (benchmark/runner.py's evaluation and reference children,
+forked from the multiprocessing forkserver (benchmark/judge/runner.py's evaluation and reference children,
 a sandboxed worker):
 
 - `die_with_parent()`: SIGKILL when the process that forked it (the forkserver) dies. The one
