@@ -145,6 +145,9 @@ def test_degenerate_reference_detector():
     assert audit.degenerate([rng.standard_normal((4, 8)).astype(np.float32)]) is None
     two = audit.degenerate([rng.standard_normal(10), np.zeros(3)])
     assert two == "output 1 all zero"
+    # a single value (l3_pilotnet's steering angle) is not near constant; a single zero is still all zero
+    assert audit.degenerate([np.array([[0.187]], np.float32)]) is None
+    assert audit.degenerate([np.zeros((1, 1), np.float32)]) == "output 0 all zero"
 
 
 def test_audit_flags_a_10x_speedup_against_tuned_not_against_untuned():

@@ -26,8 +26,8 @@ _CHUNK = 1 << 20  # elements per pass: a reference of GiB is checked without a f
 
 
 def degenerate(arrays: Sequence[Any], atol: float = 1e-4, rtol: float = 1e-4) -> str | None:
-    """Why a reference (its outputs) is degenerate: "output i all zero", "output i near constant (C)",
-    or None. A non-finite or empty output is not called degenerate (other checks see it)."""
+    """Why a reference (its outputs) is degenerate: "output i all zero", "output i near constant (C)"
+    (of two or more elements), or None. A non-finite or empty output is not called degenerate (other checks see it)."""
     why = []
     for i, a in enumerate(arrays):
         x = np.asarray(a).reshape(-1)
@@ -41,7 +41,8 @@ def degenerate(arrays: Sequence[Any], atol: float = 1e-4, rtol: float = 1e-4) ->
             why.append(f"output {i} all zero")
             continue
         mean = float(x.mean(dtype=np.float64))
-        if all(np.all(np.abs(c - mean) <= atol + rtol * np.abs(c)) for c in _chunks(x)):
+        # one value (a steering angle, an argmax, a score) is its own mean: constant across seeds it is not
+        if x.size > 1 and all(np.all(np.abs(c - mean) <= atol + rtol * np.abs(c)) for c in _chunks(x)):
             why.append(f"output {i} near constant ({mean:.6g})")
     return "; ".join(why) or None
 

@@ -38,6 +38,9 @@ class Model(nn.Module):
         self.dec = nn.ModuleList(_dws(cin, cout, 1, 5) for cin, cout in
                                  [(512, 256), (256, 128), (128, 64), (64, 32), (32, 16)])
         self.out = nn.Conv2d(16, 1, 1)
+        # with random weights the depth head's pre-ReLU output was negative everywhere (an all-zero
+        # reference, which a constant kernel would pass): its bias puts the frame around zero instead
+        nn.init.constant_(self.out.bias, 0.06)
 
     def forward(self, x):
         x = self.stem(x)
