@@ -45,3 +45,20 @@ def test_cumsum_on_opencl_is_right_where_work_items_do_not_run_in_lockstep(openc
     out = A.VMRunner(A.build(A.lower(mod, target), target), A.device_for("opencl"))(*[i.numpy() for i in inputs])
     out = out[0] if isinstance(out, (list, tuple)) else out
     np.testing.assert_allclose(np.asarray(out), model(*inputs).numpy(), atol=1e-4, rtol=1e-5)
+
+
+def test_adaptive_avg_pool_of_unequal_windows_runs_on_opencl(opencl_plugin):
+    # TVM's lowering summed 10x10 into 3x3 windows of unequal size through a global buffer, whose
+    # workspace free crashed the process on OpenCL (l3_fast_scnn's pyramid pools)
+    import torch
+
+    class Pool(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.adaptive_avg_pool2d(x, 3)
+
+    model, inputs = Pool(), [torch.randn(1, 8, 10, 10)]
+    target = A.make_target("opencl")
+    low = A.lower(A.import_torch(model, inputs), target)
+    out = A.VMRunner(A.build(low, target), A.device_for("opencl"))(*[i.numpy() for i in inputs])
+    out = out[0] if isinstance(out, (list, tuple)) else out
+    np.testing.assert_allclose(np.asarray(out), model(*inputs).numpy(), atol=1e-5, rtol=1e-5)

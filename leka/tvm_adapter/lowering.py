@@ -69,8 +69,44 @@ def _cumsum_by_reduction(bb, call):
     return bb.call_te(compute, x, primfunc_name_hint="cumsum")
 
 
+def _adaptive_avg_pool2d_one_block(bb, call):
+    """adaptive_avg_pool2d (NCHW, windows of unequal size) as one reduction over the widest window, each element scaled by its
+    window's size inside the sum. TVM's legalization sums into a global buffer, then divides; DLight
+    leaves that buffer global, and the OpenCL host code's workspace free for it crashed the process
+    (TVMBackendFreeWorkspace -> MemoryManager::GetAllocator, l3_fast_scnn's 3x3 and 6x6 pyramid pools)."""
+    from tvm import te
+
+    x, attrs = call.args[0], call.attrs
+    shape = [int(d) for d in x.ty.shape]
+    h, w = shape[2:] if len(shape) == 4 else (1, 1)
+    oh, ow = (int(v) for v in (attrs.output_size if attrs.output_size is not None else (h, w)))
+    if str(attrs.layout) != "NCHW" or str(attrs.out_layout) != "NCHW" or len(shape) != 4 or (h % oh == 0 and w % ow == 0):
+        # equal windows: TVM's own lowering keeps no global buffer there
+        from tvm.relax.transform.legalize_ops.nn import _nn_adaptive_avg_pool2d
+
+        return _nn_adaptive_avg_pool2d(bb, call)
+    kh = max(-(-(i + 1) * h // oh) - i * h // oh for i in range(oh))
+    kw = max(-(-(j + 1) * w // ow) - j * w // ow for j in range(ow))
+
+    def compute(a):
+        rh, rw = te.reduce_axis((0, kh), name="rh"), te.reduce_axis((0, kw), name="rw")
+
+        def body(n, c, i, j):
+            sh, eh = (i * h) // oh, ((i + 1) * h + oh - 1) // oh
+            sw, ew = (j * w) // ow, ((j + 1) * w + ow - 1) // ow
+            inside = tvm.tirx.all(sh + rh < eh, sw + rw < ew)
+            area = ((eh - sh) * (ew - sw)).astype(a.dtype)
+            v = a[n, c, tvm.tirx.min(sh + rh, h - 1), tvm.tirx.min(sw + rw, w - 1)] / area
+            return te.sum(tvm.tirx.if_then_else(inside, v, tvm.tirx.const(0, a.dtype)), axis=[rh, rw])
+
+        return te.compute((shape[0], shape[1], oh, ow), body, name="adaptive_pool_avg")
+
+    return bb.call_te(compute, x, primfunc_name_hint="adaptive_avg_pool2d")
+
+
 # target kind -> op -> legalization, where TVM's own lowering for that kind is wrong
-CUSTOM_LEGALIZE = {"opencl": {"relax.cumsum": _cumsum_by_reduction}}
+CUSTOM_LEGALIZE = {"opencl": {"relax.cumsum": _cumsum_by_reduction,
+                              "relax.nn.adaptive_avg_pool2d": _adaptive_avg_pool2d_one_block}}
 
 
 # FuseOps names a fused kernel after every op in it (571 characters for l1_quat_to_rotmat). PoCL keeps
