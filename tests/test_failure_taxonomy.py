@@ -153,3 +153,19 @@ def test_cuda_candidate_fails_in_its_class(tmp_path, name):
                    cache_dir=str(tmp_path / "cache"))
     res = ev.evaluate(task, _l2_cuda(task, tmp_path, rewrite, edit_check=edit_check), time_it=False)
     assert not res.correct and res.failure_class == cls, (res.error_kind, res.failure_class, res.error)
+
+
+def test_gpu_fault_and_compile_messages_as_the_gpu_machine_printed_them():
+    # texts the judge stored on an H100 (2026-12-07): the worker's setup hit an illegal access; nvcc's
+    # failure quoted the source first, its diagnostic at the end
+    from benchmark.judge.errors import short_error
+
+    fault = ("starting the sandboxed worker: worker setup: Traceback (most recent call last): ... "
+             "RuntimeError: CUDA Runtime Error: cudaErrorIllegalAddress (700): an illegal memory access was encountered")
+    assert classify("gpu_fault", fault) == "memory"
+    src = "\n".join(["#ifdef __CUDACC_RTC__", "  #include <cuda/std/cstdint>", "  using cuda::std::uint8_t;",
+                     "#endif", "extern \"C\" __global__ void k(float* a) { __shared__ float s[1 << 16]; }",
+                     "ptxas error   : Entry function 'k' uses too much shared data (0x40000 bytes, 0xc000 max)"])
+    msg = short_error(RuntimeError(src))
+    assert "uses too much shared data" in msg and "#ifdef" not in msg
+    assert classify("compile", msg) == "memory"

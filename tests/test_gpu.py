@@ -6,6 +6,7 @@ others check, on any machine, what can be checked without one."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -366,7 +367,8 @@ def test_leka_run_cuda_through_rpc(tmp_path):
             r = subprocess.run([sys.executable, "-m", "leka.cli", "run", "--task", str(DATA / "tiny_task.py"),
                                 "--backend", "cuda", "--device", url, "--budget", "5m", "--max-evals", "3",
                                 "--quiet", "--out", str(tmp_path)], capture_output=True, text=True, timeout=900,
-                               cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+                               cwd=ROOT, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                   filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
         finally:
             srv.stop()
     assert r.returncode == 0, r.stderr[-2000:]

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# a compiler's diagnostic line (nvcc, ptxas, NVRTC, gcc, clang, PoCL's build log)
+_DIAG = re.compile(r"\berror\b|ptxas|fatal|undefined reference|too much (?:shared|local) data", re.I)
 
 
 def set_error(res: Any, kind: str, msg: str) -> Any:
@@ -18,4 +22,8 @@ def short_error(e: BaseException) -> str:
         return type(e).__name__
     # TVM's messages put the diagnostic last, after a C++ backtrace
     tail = lines[-1] if len(lines) > 3 and "Traceback" in str(e) else " | ".join(lines[:3])
+    # a failed CUDA / OpenCL compile quotes the whole source first: its diagnostics are further down
+    diag = [ln.strip() for ln in lines[3:] if _DIAG.search(ln)]
+    if diag and not _DIAG.search(tail):
+        tail = " | ".join(diag[:3])
     return f"{type(e).__name__}: {tail}"

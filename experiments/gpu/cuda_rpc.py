@@ -36,7 +36,8 @@ def run_task(task: str, url: str, runs: Path, budget_s: int, max_evals: int, arc
     if arch:
         cmd += ["--set", f"device.target={json.dumps({'arch': arch})}"]
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))},
                        timeout=budget_s + 900)
     row = {"task": task, "rc": r.returncode, "wall_s": round(time.monotonic() - t0, 1)}
     summaries = sorted(out.glob("*/summary.json"))

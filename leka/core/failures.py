@@ -48,7 +48,7 @@ _MEMORY_FAULT = re.compile(
     r"out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CL_MEM_OBJECT_ALLOCATION_FAILURE"
     r"|CL_OUT_OF_(?:HOST_MEMORY|RESOURCES)|too much (?:shared|local) data|uses too much shared"
     r"|exceeds? .{0,40}(?:shared|local) memory|(?:shared|local) memory .{0,40}exceed"
-    r"|illegal (?:memory )?address|misaligned address|SIGSEGV|SIGBUS|segmentation fault|bus error"
+    r"|illegal (?:memory )?(?:address|access)|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS|misaligned address|SIGSEGV|SIGBUS|segmentation fault|bus error"
     r"|stack overflow|buffer overflow|std::bad_alloc|MemoryError", re.I)
 _COMPILER_DIAG = re.compile(
     r"CL_BUILD_PROGRAM_FAILURE|failed to build the program|(?:^|[\s:|])error:\s|\berror\s+\w?\d{3,5}\b|"

@@ -59,14 +59,40 @@ class LocalProcess:
 
 
 def _spawn(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
+    import tempfile
+
+    # its stderr goes to a file, read back when it dies at start (a module its Python lacks, a port taken)
+    log = tempfile.TemporaryFile()
+    p = subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL, stderr=log,
+                         start_new_session=True, preexec_fn=die_with_parent)
+    p._leka_log = log  # type: ignore[attr-defined]
+    return p
+
+
+def _started(proc: subprocess.Popen, host: str, port: int, what: str, timeout_s: float = 30.0) -> None:
+    """Wait until `proc` listens on `port`; if it exits first, its own last words as the error."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log = getattr(proc, "_leka_log", None)
+            tail = b""
+            if log is not None:
+                log.seek(0)
+                tail = log.read()[-1500:]
+            last = (tail.decode(errors="replace").strip().splitlines() or ["(no output)"])[-1]
+            raise RuntimeError(f"the {what} exited at start (code {proc.returncode}): {last}")
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return
+        except OSError:
+            time.sleep(0.2)
 
 
 def start_tracker(host: str = "127.0.0.1", port: int | None = None) -> LocalProcess:
     port = port or free_port()
-    return LocalProcess(_spawn(["tvm.exec.rpc_tracker", "--host", host, "--port", str(port),
-                                "--port-end", str(port + 1)]), host, port)
+    p = _spawn(["tvm.exec.rpc_tracker", "--host", host, "--port", str(port), "--port-end", str(port + 1)])
+    _started(p, host, port, f"RPC tracker ({sys.executable} -m tvm.exec.rpc_tracker)")
+    return LocalProcess(p, host, port)
 
 
 def start_server(host: str = "127.0.0.1", port: int | None = None, tracker: tuple[str, int] | None = None,

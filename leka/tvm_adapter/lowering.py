@@ -105,8 +105,10 @@ def _adaptive_avg_pool2d_one_block(bb, call):
 
 
 # target kind -> op -> legalization, where TVM's own lowering for that kind is wrong
+# (the H100 crashed in the same place on l1_adaptive_avgpool_uneven's unequal windows)
 CUSTOM_LEGALIZE = {"opencl": {"relax.cumsum": _cumsum_by_reduction,
-                              "relax.nn.adaptive_avg_pool2d": _adaptive_avg_pool2d_one_block}}
+                              "relax.nn.adaptive_avg_pool2d": _adaptive_avg_pool2d_one_block},
+                   "cuda": {"relax.nn.adaptive_avg_pool2d": _adaptive_avg_pool2d_one_block}}
 
 
 # FuseOps names a fused kernel after every op in it (571 characters for l1_quat_to_rotmat). PoCL keeps
