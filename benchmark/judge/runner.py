@@ -164,7 +164,7 @@ def _refs_child(job: dict[str, Any], seeds: list[int], refs_dir: str) -> None:
 # A descendant's USS walks its page tables (/proc/PID/smaps: ~14 ms for a process with torch and TVM
 # loaded, smaps_rollup as slow). Read on every 50-ms poll for two sandboxed workers and the reference
 # child, it kept the watching process busy for most of a core, on the 2 cores the evaluation was timing
-# on (experiments/results/bench_eval_integrity.md). So descendants are read at most every USS_EVERY_S:
+# on (commit b5b7b0c; experiments/results/bench_eval_integrity.md). So descendants are read at most every USS_EVERY_S:
 # a sandboxed worker cannot outgrow the cap meanwhile (its RLIMIT_DATA, and on the CPU RLIMIT_AS), the
 # child's own RSS is read every poll, and the reference child is trusted code.
 USS_EVERY_S = 1.0
