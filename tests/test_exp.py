@@ -402,3 +402,31 @@ def test_sigterm_stops_the_driver_and_its_ray_node(tmp_path):
     # nothing is lost: the running job is pending again and --resume finishes the grid
     r = _leka("exp", "run", "--resume", str(tmp_path / "out"), "--workers", "1", "--no-report")
     assert r.returncode == 0 and _counts(tmp_path / "out") == {"done": 2}, (r.stderr[-1500:], _counts(tmp_path / "out"))
+
+
+def test_a_grid_runs_without_ray_one_job_at_a_time(tmp_path):
+    # the GPU host of experiments/gpu has no Ray: `leka bench oneshot` and `leka exp run` stopped there
+    # with ModuleNotFoundError; now one worker runs the jobs in child processes, more workers say why not
+    cfg = {"name": "noray", "tasks": {"ids": ["l1_gelu_tanh"]}, "arms": [{"name": "leka"}],
+           "budget": {"scale": 0.002, "max_evals": 1},
+           "baseline": {"tuned_trials": 0, "cache_dir": str(ROOT / ".leka-cache")},
+           "run_set": ["evaluator.seeds=[0]", "evaluator.max_pairs=3", "evaluator.timing_budget_s=1.0"]}
+    cfgp = tmp_path / "grid.yaml"
+    cfgp.write_text(yaml.safe_dump(cfg))
+    no_ray = "import sys; sys.modules['ray'] = None; sys.argv = ['leka'] + sys.argv[1:]; from leka.cli import main; main()"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", no_ray, "exp", "run", str(cfgp), "--no-report", *args],
+                              capture_output=True, text=True, timeout=900, cwd=ROOT)
+
+    many = run("--out", str(tmp_path / "many"), "--workers", "2")
+    assert many.returncode == 2 and "Ray is not installed" in many.stderr + many.stdout
+    one = run("--out", str(tmp_path / "one"), "--workers", "1")
+    assert one.returncode == 0, one.stdout[-2000:] + one.stderr[-2000:]
+    assert "one at a time" in one.stdout
+    st = Store(tmp_path / "one")
+    try:
+        rows = st.results()
+    finally:
+        st.close()
+    assert len(rows) == 1 and rows[0]["correct"], rows

@@ -1,5 +1,6 @@
 """`leka exp run`: prepare the baselines, then run every job of the grid on Ray, recording each row
-in EXP_DIR/results.sqlite as it ends; `--resume` continues a killed grid.
+in EXP_DIR/results.sqlite as it ends; `--resume` continues a killed grid. Where Ray is not installed,
+`--workers 1` runs the jobs one at a time, each in a child process (`_drive_serial`).
 
 Ray: by default a local Ray on 127.0.0.1 sized to `--workers` (no dashboard, no usage stats, a small
 object store); `--address HOST:PORT` joins a cluster instead (every node must have this project
@@ -105,6 +106,50 @@ def _job_fn():
         return execute(C.Job.model_validate(job), C.ExpConfig.model_validate(cfg), Path(exp_dir), attempt)
 
     return run_job
+
+
+def ray_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None
+
+
+def _run_job_alone(job: dict, cfg: dict, exp_dir: str, attempt: int, cpus: float) -> dict:
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    if cpus > 0:  # what a Ray worker of that many CPUs would see
+        os.environ["OMP_NUM_THREADS"] = str(max(1, int(cpus)))
+    return execute(C.Job.model_validate(job), C.ExpConfig.model_validate(cfg), Path(exp_dir), attempt)
+
+
+def _drive_serial(store: Store, exp_dir: Path, cfg: C.ExpConfig, pending: list) -> None:
+    """The grid without Ray (a machine without it, such as the GPU host of experiments/gpu): one job at
+    a time, each in a fresh child process, so a crash or a leak ends there; a child that dies is retried
+    once as on Ray."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    cfg_dict = cfg.model_dump(mode="json")
+    queue = list(pending)
+    while queue:
+        jid, _, spec = queue.pop(0)
+        attempt = store.start(jid)
+        cpus = resources_for(spec["backend"], cfg).get("CPU", 0.0)
+        with cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            try:
+                row = pool.submit(_run_job_alone, spec, cfg_dict, str(exp_dir), attempt, cpus).result()
+            except Exception as e:  # noqa: BLE001 - the child died (killed, OOM): retry once
+                row = read_result(exp_dir, C.Job.model_validate(spec), attempt)
+                if row is None and attempt < cfg.max_attempts:
+                    store.requeue(jid, f"worker died: {type(e).__name__}")
+                    queue.append((jid, attempt, spec))
+                    continue
+                row = row or {**spec, "attempt": attempt, "correct": False, "compiled": False,
+                              "error_kind": "worker_died", "error": f"{type(e).__name__}: {str(e)[:300]}"}
+        store.finish(jid, attempt, row)
+        st = "ok" if row.get("correct") else f"failed ({row.get('error_kind')})"
+        console.print(f"  done {jid} [{st}] in {row.get('wall_s', 0):.0f}s")
 
 
 def _check_feasible(jobs: list[C.Job], cfg: C.ExpConfig) -> None:
@@ -235,6 +280,16 @@ def run_grid(exp_dir: Path, cfg: C.ExpConfig, jobs: list[C.Job], *, address: str
             return store.counts()
         todo = [C.Job.model_validate(s) for _, _, s in pending]
         prepare_baselines(cfg, todo, tune=False)  # refuses (baseline.prepare: refuse) before Ray starts
+        if not ray_installed():
+            if address or workers > 1:
+                raise UserError("Ray is not installed (pip install 'ray[default]'): without it a grid runs "
+                                "one job at a time, with --workers 1 and no --address")
+            console.print("[yellow]Ray is not installed: the grid's jobs run one at a time, each in a child "
+                          "process[/]")
+            if problems := prepare_baselines(cfg, todo):
+                console.print(f"[yellow]{len(problems)} task(s) cannot be measured; their jobs become failed rows[/]")
+            _drive_serial(store, exp_dir, cfg, pending)
+            return store.counts()
         init_ray(address, workers, max(resources_for(j.backend, cfg).get("CPU", 0.0) for j in todo),
                  local_devices(todo, cfg), gpus=any(resources_for(j.backend, cfg).get("GPU", 0.0) > 0 for j in todo))
         stop_on_signals()
