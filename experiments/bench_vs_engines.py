@@ -173,7 +173,9 @@ def judge_one(run: dict, kind: str, out: Path, trials: int, sets: list[str]) -> 
     row["status"] = ("unsupported" if res.error_kind == "baseline_unsupported" else
                      "ok" if res.correct and res.t_baseline_s else "failed")
     if profile and prof:
-        tr = task_roof(prof, measured_s=res.t_candidate_s)
+        summ = out / run["run_dir"] / "summary.json"  # the root's FLOPs: the task's work (profilers/roof.py)
+        root_flops = json.loads(summ.read_text()).get("root_flops") if summ.is_file() else None
+        tr = task_roof(prof, measured_s=res.t_candidate_s, task_flops=root_flops)
         if tr is not None:
             row.update(roof_s=tr.roof_s, roof_fraction=tr.fraction, roof_bound=tr.bound, roof_key=tr.peaks_key)
         pk = prof.get("peaks") or {}

@@ -75,7 +75,12 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
         # tree whose results were stored before the field existed
         "failures_by_class": failures_by_class(nodes),
     }
-    summary.update(roof_summary(best_node))
+    # the task's work as its root counts it, so a rewrite that adds operations raises no roof (profilers/roof.py)
+    from profilers.roof import work_flops
+
+    root = min((n for n in nodes if n.profile), key=lambda n: n.id, default=None)
+    summary["root_flops"] = work_flops(root.profile) if root is not None else None
+    summary.update(roof_summary(best_node, task_flops=summary["root_flops"]))
     summary["kernel_budget"] = kernel_budget(nodes, cfg.router.near_roof)
     summary.update(audit_summary(nodes, best_node))
     # the run's noise floor: its root (the baseline's own program) also timed the baseline against itself
@@ -99,16 +104,17 @@ def failures_by_class(nodes) -> dict[str, int]:
     return {c: got.count(c) for c in FAILURE_CLASSES if got.count(c)}
 
 
-def roof_summary(node) -> dict[str, Any]:
+def roof_summary(node, task_flops: float | None = None) -> dict[str, Any]:
     """The node's place under the measured roof (profilers/roof.py): its SOL time from its profile,
     the fraction of the roof its judged time reaches, and the SOL score against the run's baseline
-    (1 at the roof, 0.5 at the baseline). {} without a timed result and a profile with roofs."""
+    (1 at the roof, 0.5 at the baseline). {} without a timed result and a profile with roofs.
+    `task_flops`: the root's FLOPs (`profilers.roof.task_roof`)."""
     from profilers.roof import task_roof
 
     r = getattr(node, "result", None)
     if node is None or r is None or not node.profile or not r.t_candidate_s:
         return {}
-    tr = task_roof(node.profile, measured_s=r.t_candidate_s, baseline_s=r.t_baseline_s)
+    tr = task_roof(node.profile, measured_s=r.t_candidate_s, baseline_s=r.t_baseline_s, task_flops=task_flops)
     if tr is None:
         return {}
     return {"best_roof_fraction": round(tr.fraction, 4), "best_sol_score": None if tr.sol is None else round(tr.sol, 4),

@@ -58,11 +58,25 @@ class TaskRoof(BaseModel):
         return "compute" if self.compute_s >= self.memory_s else "memory"
 
 
+def work_flops(report: ProfileReport | dict[str, Any] | None) -> float | None:
+    """A profile's FLOPs per call of the whole program (its kernels' flops x calls); None without one."""
+    if isinstance(report, dict):
+        report = ProfileReport.model_validate(report) if "kernels" in report else None
+    if report is None or not report.kernels:
+        return None
+    return float(sum(k.flops * k.calls for k in report.kernels))
+
+
 def task_roof(report: ProfileReport | dict[str, Any] | None, measured_s: float | None = None,
-              baseline_s: float | None = None) -> TaskRoof | None:
+              baseline_s: float | None = None, task_flops: float | None = None) -> TaskRoof | None:
     """The program's roof from its profile; `measured_s`: its judged time (EvalResult.t_candidate_s,
     per call of the whole program), else the profile's own iteration time; `baseline_s`: the
-    baseline's judged time, for the SOL score. None without a profile with roofs (failed, old)."""
+    baseline's judged time, for the SOL score. None without a profile with roofs (failed, old).
+    `task_flops`: the task's work as its root program counts it (`work_flops` of the root's profile).
+    Where the candidate's kernels count more, their compute is scaled down to it: fast_math's GELU
+    polynomial counts 38 operations an element where the root's tanh counted 8, and credited as work
+    they put the candidate past 100% of a roof it had not reached. Fewer FLOPs than the root (work
+    removed) keep the candidate's own count."""
     if isinstance(report, dict):
         if "kernels" not in report:
             return None
@@ -73,15 +87,22 @@ def task_roof(report: ProfileReport | dict[str, Any] | None, measured_s: float |
     if t <= 0:
         return None
     pk = report.peaks
-    comp = sum(k.calls * k.flops / (pk.gflops * 1e9) for k in report.kernels) if pk and pk.gflops else 0.0
+    total = sum(k.flops * k.calls for k in report.kernels)
+    scale = min(1.0, task_flops / total) if task_flops and total > 0 else 1.0
+    comp = sum(k.calls * scale * k.flops / (pk.gflops * 1e9) for k in report.kernels) if pk and pk.gflops else 0.0
     mem = 0.0
+    roof = report.roof_s
     if pk is not None:
+        kern_roof = 0.0
         for k in report.kernels:
             _, bw = pk.level_for(k.bytes)
-            mem += k.calls * k.bytes / (bw * 1e9) if bw else 0.0
-    roof = report.roof_s
+            k_mem = k.calls * k.bytes / (bw * 1e9) if bw else 0.0
+            mem += k_mem
+            kern_roof += max(k.calls * scale * k.flops / (pk.gflops * 1e9) if pk.gflops else 0.0, k_mem)
+        if scale < 1.0 and kern_roof > 0:
+            roof = kern_roof
     return TaskRoof(roof_s=roof, measured_s=t, fraction=roof / t,
-                    flops=sum(k.flops * k.calls for k in report.kernels),
+                    flops=scale * total,
                     bytes=float(sum(k.bytes * k.calls for k in report.kernels)), compute_s=comp, memory_s=mem,
                     peaks_key=pk.cpu if pk else "", peaks_source=pk.source if pk else "",
                     sol=sol_score(t, baseline_s, roof) if baseline_s else None, baseline_s=baseline_s)

@@ -150,6 +150,23 @@ def test_task_fraction_of_roof_on_a_synthetic_profile():
     assert task_roof(None) is None and task_roof({"error": "x"}) is None and task_roof(ProfileReport()) is None
 
 
+def test_a_rewrite_that_adds_operations_raises_no_roof():
+    # fast_math's gelu_tanh_fast counts 38 operations an element where the root's tanh counted 8: credited
+    # as work they made a compute-bound answer read over 100% of its roof
+    n = 131072
+    k = _kernel("gelu_tanh_fast", 2e-4, 1, 2e-4, {"flops": 38.0 * n, "bytes": 8 * n, "kind": "injective"},
+                PK, None, False)
+    rep = ProfileReport(kernels=[k], total_s=2e-4, peaks=PK)
+    own = task_roof(rep, measured_s=2e-5)
+    fair = task_roof(rep, measured_s=2e-5, task_flops=8.0 * n)
+    assert own.bound == "compute" and own.fraction > 1.0  # 38n at the FMA peak is slower than the answer
+    assert fair.flops == pytest.approx(8.0 * n)
+    assert fair.roof_s == pytest.approx(max(8.0 * n / 100e9, 8 * n / PK.level_for(8 * n)[1] / 1e9))
+    assert fair.fraction < own.fraction and fair.fraction <= 1.0
+    # fewer FLOPs than the root (work removed) keep the candidate's own count
+    assert task_roof(rep, measured_s=2e-5, task_flops=100.0 * n).roof_s == pytest.approx(own.roof_s)
+
+
 def test_sol_score_anchors():
     assert sol_score(1.0, 4.0, 1.0) == 1.0  # at the roof
     assert sol_score(4.0, 4.0, 1.0) == pytest.approx(0.5)  # at the baseline
