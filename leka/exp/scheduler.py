@@ -123,6 +123,20 @@ def _run_job_alone(job: dict, cfg: dict, exp_dir: str, attempt: int, cpus: float
     return execute(C.Job.model_validate(job), C.ExpConfig.model_validate(cfg), Path(exp_dir), attempt)
 
 
+def _after_death(store: Store, exp_dir: Path, cfg: C.ExpConfig, item: tuple, e: BaseException,
+                 queue: list) -> dict | None:
+    """A job whose worker died: the row it wrote before dying, else None and the job queued again (once
+    per attempt left), else a `worker_died` row."""
+    jid, attempt, spec = item
+    row = read_result(exp_dir, C.Job.model_validate(spec), attempt)
+    if row is None and attempt < cfg.max_attempts:
+        store.requeue(jid, f"worker died: {type(e).__name__}")
+        queue.append(item)
+        return None
+    return row or {**spec, "attempt": attempt, "correct": False, "compiled": False,
+                   "error_kind": "worker_died", "error": f"{type(e).__name__}: {str(e)[:300]}"}
+
+
 def _drive_serial(store: Store, exp_dir: Path, cfg: C.ExpConfig, pending: list) -> None:
     """The grid without Ray (a machine without it, such as the GPU host of experiments/gpu): one job at
     a time, each in a fresh child process, so a crash or a leak ends there; a child that dies is retried
@@ -140,13 +154,9 @@ def _drive_serial(store: Store, exp_dir: Path, cfg: C.ExpConfig, pending: list) 
             try:
                 row = pool.submit(_run_job_alone, spec, cfg_dict, str(exp_dir), attempt, cpus).result()
             except Exception as e:  # noqa: BLE001 - the child died (killed, OOM): retry once
-                row = read_result(exp_dir, C.Job.model_validate(spec), attempt)
-                if row is None and attempt < cfg.max_attempts:
-                    store.requeue(jid, f"worker died: {type(e).__name__}")
-                    queue.append((jid, attempt, spec))
+                row = _after_death(store, exp_dir, cfg, (jid, attempt, spec), e, queue)
+                if row is None:
                     continue
-                row = row or {**spec, "attempt": attempt, "correct": False, "compiled": False,
-                              "error_kind": "worker_died", "error": f"{type(e).__name__}: {str(e)[:300]}"}
         store.finish(jid, attempt, row)
         st = "ok" if row.get("correct") else f"failed ({row.get('error_kind')})"
         console.print(f"  done {jid} [{st}] in {row.get('wall_s', 0):.0f}s")
@@ -333,13 +343,9 @@ def _drive(store: Store, exp_dir: Path, cfg: C.ExpConfig, pending: list, workers
                 try:
                     row = ray.get(ref)
                 except Exception as e:  # noqa: BLE001 - the worker died (killed, OOM): retry once
-                    row = read_result(exp_dir, C.Job.model_validate(spec), attempt)
-                    if row is None and attempt < cfg.max_attempts:
-                        store.requeue(jid, f"worker died: {type(e).__name__}")
-                        pending.append((jid, attempt, spec))
+                    row = _after_death(store, exp_dir, cfg, (jid, attempt, spec), e, pending)
+                    if row is None:
                         continue
-                    row = row or {**spec, "attempt": attempt, "correct": False, "compiled": False,
-                                  "error_kind": "worker_died", "error": f"{type(e).__name__}: {str(e)[:300]}"}
                 store.finish(jid, attempt, row)
                 if not use_live:
                     st = "ok" if row.get("correct") else f"failed ({row.get('error_kind')})"
