@@ -306,6 +306,8 @@ case $what in
   round4)  # issues 43/45/46/47: check_tasks over the 218 CUDA instances (resumable, rows kept in $WORK) beside
            # the GPU-marked tests of the judge, boards, one-shot and failure classes, then CUDA through RPC
     check_env > "$LOGS/env.log" 2>&1; cat "$LOGS/env.log"
+    # an earlier session's passing rows (experiments/results/check_tasks_cuda.json, copied into the tree) are kept
+    [ -f "$WORK/check_tasks_cuda.json" ] || cp "$here/experiments/results/check_tasks_cuda.json" "$WORK/" 2>/dev/null
     ( timeout "$(( $(left) - 10 ))" python3 -m experiments.check_tasks --backend cuda --jobs "${CT_JOBS:-8}" --resume \
         --out "$WORK/check_tasks_cuda.json" > "$LOGS/check_tasks_cuda.log" 2>&1
       echo "check_tasks_cuda: rc=$? at $(date -u +%H:%M:%S)" >> "$OUT/steps.log"
