@@ -75,15 +75,18 @@ def _adaptive_avg_pool2d_one_block(bb, call):
     leaves that buffer global, and the OpenCL host code's workspace free for it crashed the process
     (TVMBackendFreeWorkspace -> MemoryManager::GetAllocator, l3_fast_scnn's 3x3 and 6x6 pyramid pools)."""
     from tvm import te
+    from tvm.relax.transform.legalize_ops.nn import _nn_adaptive_avg_pool2d
 
     x, attrs = call.args[0], call.attrs
-    shape = [int(d) for d in x.ty.shape]
-    h, w = shape[2:] if len(shape) == 4 else (1, 1)
-    oh, ow = (int(v) for v in (attrs.output_size if attrs.output_size is not None else (h, w)))
-    if str(attrs.layout) != "NCHW" or str(attrs.out_layout) != "NCHW" or len(shape) != 4 or (h % oh == 0 and w % ow == 0):
-        # equal windows: TVM's own lowering keeps no global buffer there
-        from tvm.relax.transform.legalize_ops.nn import _nn_adaptive_avg_pool2d
-
+    dims = list(x.ty.shape)
+    sizes = list(attrs.output_size) if attrs.output_size is not None else dims[2:]
+    if (len(dims) != 4 or str(attrs.layout) != "NCHW" or str(attrs.out_layout) != "NCHW"
+            or not all(isinstance(d, (int, tvm.tirx.IntImm)) for d in dims + sizes)):
+        return _nn_adaptive_avg_pool2d(bb, call)  # symbolic or other layouts: TVM's own
+    shape = [int(d) for d in dims]
+    h, w = shape[2:]
+    oh, ow = (int(v) for v in sizes)
+    if h % oh == 0 and w % ow == 0:  # equal windows: TVM's own lowering keeps no global buffer there
         return _nn_adaptive_avg_pool2d(bb, call)
     kh = max(-(-(i + 1) * h // oh) - i * h // oh for i in range(oh))
     kw = max(-(-(j + 1) * w // ow) - j * w // ow for j in range(ow))
