@@ -100,10 +100,7 @@ def _job_fn():
 
     @ray.remote
     def run_job(job: dict, cfg: dict, exp_dir: str, attempt: int) -> dict:
-        import warnings
-
-        warnings.filterwarnings("ignore", category=FutureWarning)
-        return execute(C.Job.model_validate(job), C.ExpConfig.model_validate(cfg), Path(exp_dir), attempt)
+        return _run_job_alone(job, cfg, exp_dir, attempt)  # Ray sets the worker's OMP_NUM_THREADS itself
 
     return run_job
 
@@ -114,7 +111,7 @@ def ray_installed() -> bool:
     return importlib.util.find_spec("ray") is not None
 
 
-def _run_job_alone(job: dict, cfg: dict, exp_dir: str, attempt: int, cpus: float) -> dict:
+def _run_job_alone(job: dict, cfg: dict, exp_dir: str, attempt: int, cpus: float = 0.0) -> dict:
     import warnings
 
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -290,24 +287,26 @@ def run_grid(exp_dir: Path, cfg: C.ExpConfig, jobs: list[C.Job], *, address: str
             return store.counts()
         todo = [C.Job.model_validate(s) for _, _, s in pending]
         prepare_baselines(cfg, todo, tune=False)  # refuses (baseline.prepare: refuse) before Ray starts
-        if not ray_installed():
+        serial = not ray_installed()
+        if serial:
             if address or workers > 1:
                 raise UserError("Ray is not installed (pip install 'ray[default]'): without it a grid runs "
                                 "one job at a time, with --workers 1 and no --address")
             console.print("[yellow]Ray is not installed: the grid's jobs run one at a time, each in a child "
                           "process[/]")
-            if problems := prepare_baselines(cfg, todo):
-                console.print(f"[yellow]{len(problems)} task(s) cannot be measured; their jobs become failed rows[/]")
-            _drive_serial(store, exp_dir, cfg, pending)
-            return store.counts()
-        init_ray(address, workers, max(resources_for(j.backend, cfg).get("CPU", 0.0) for j in todo),
-                 local_devices(todo, cfg), gpus=any(resources_for(j.backend, cfg).get("GPU", 0.0) > 0 for j in todo))
-        stop_on_signals()
-        _check_feasible(todo, cfg)
+        else:
+            init_ray(address, workers, max(resources_for(j.backend, cfg).get("CPU", 0.0) for j in todo),
+                     local_devices(todo, cfg),
+                     gpus=any(resources_for(j.backend, cfg).get("GPU", 0.0) > 0 for j in todo))
+            stop_on_signals()
+            _check_feasible(todo, cfg)
         problems = prepare_baselines(cfg, todo)
         if problems:
             console.print(f"[yellow]{len(problems)} task(s) cannot be measured; their jobs become failed rows[/]")
-        _drive(store, exp_dir, cfg, pending, workers, live)
+        if serial:
+            _drive_serial(store, exp_dir, cfg, pending)
+        else:
+            _drive(store, exp_dir, cfg, pending, workers, live)
         return store.counts()
     except SystemExit:
         if _STOPPED_BY:  # Ray's wait turns the handler's exit into SystemExit(1): the signal's code instead
