@@ -36,8 +36,11 @@ class LocalProcess:
     proc: subprocess.Popen
     host: str
     port: int
+    log: Any = None  # the file its stderr goes to (_spawn)
 
     def stop(self) -> None:
+        if self.log is not None:
+            self.log.close()
         # the server forks workers into its own session: end that group, which we started
         if self.proc.poll() is None:
             try:
@@ -58,41 +61,39 @@ class LocalProcess:
         return False
 
 
-def _spawn(args: list[str]) -> subprocess.Popen:
+def _spawn(args: list[str], host: str, port: int) -> LocalProcess:
     import tempfile
 
     # its stderr goes to a file, read back when it dies at start (a module its Python lacks, a port taken)
     log = tempfile.TemporaryFile()
     p = subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL, stderr=log,
                          start_new_session=True, preexec_fn=die_with_parent)
-    p._leka_log = log  # type: ignore[attr-defined]
-    return p
+    return LocalProcess(p, host, port, log)
 
 
-def _started(proc: subprocess.Popen, host: str, port: int, what: str, timeout_s: float = 30.0) -> None:
-    """Wait until `proc` listens on `port`; if it exits first, its own last words as the error."""
+def _started(lp: LocalProcess, what: str, timeout_s: float = 30.0) -> LocalProcess:
+    """`lp` once it listens on its port; if it exits first, its own last words as the error."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            log = getattr(proc, "_leka_log", None)
-            tail = b""
-            if log is not None:
-                log.seek(0)
-                tail = log.read()[-1500:]
+        if lp.proc.poll() is not None:
+            lp.log.seek(0)
+            tail = lp.log.read()[-1500:]
+            lp.stop()
             last = (tail.decode(errors="replace").strip().splitlines() or ["(no output)"])[-1]
-            raise RuntimeError(f"the {what} exited at start (code {proc.returncode}): {last}")
+            raise RuntimeError(f"the {what} exited at start (code {lp.proc.returncode}): {last}")
         try:
-            with socket.create_connection((host, port), timeout=1.0):
-                return
+            with socket.create_connection((lp.host, lp.port), timeout=1.0):
+                return lp
         except OSError:
             time.sleep(0.2)
+    return lp
 
 
 def start_tracker(host: str = "127.0.0.1", port: int | None = None) -> LocalProcess:
     port = port or free_port()
-    p = _spawn(["tvm.exec.rpc_tracker", "--host", host, "--port", str(port), "--port-end", str(port + 1)])
-    _started(p, host, port, f"RPC tracker ({sys.executable} -m tvm.exec.rpc_tracker)")
-    return LocalProcess(p, host, port)
+    lp = _spawn(["tvm.exec.rpc_tracker", "--host", host, "--port", str(port), "--port-end", str(port + 1)],
+                host, port)
+    return _started(lp, f"RPC tracker ({sys.executable} -m tvm.exec.rpc_tracker)")
 
 
 def start_server(host: str = "127.0.0.1", port: int | None = None, tracker: tuple[str, int] | None = None,
@@ -105,7 +106,7 @@ def start_server(host: str = "127.0.0.1", port: int | None = None, tracker: tupl
         args += ["--load-library", str(load_library)]
     if tracker:
         args += ["--tracker", f"{tracker[0]}:{tracker[1]}", "--key", key or "local"]
-    return LocalProcess(_spawn(args), host, port)
+    return _spawn(args, host, port)
 
 
 def connect(host: str, port: int, timeout_s: float = 60.0):
