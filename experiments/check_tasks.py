@@ -264,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", action="store_true",
                     help="skip tasks that already have a row in the output file (a run cut off goes on)")
     args = ap.parse_args(argv)
+    if args.md:  # only renders what --out holds: no task is selected or run
+        out = Path(args.out) if args.out else out_path(args.backend)
+        Path(args.md).write_text(render_md(json.loads(out.read_text())["tasks"], args.backend, argv))
+        return 0
 
     from benchmark.task import select
 
@@ -276,9 +280,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'id':<40} {'L':>2} {'imp':>4} {'rt':>3} {'ok':>4} {'max_err':>8} {'tvm_ms':>9} {'torch_ms':>8} "
           f"{'MiB':>7} {'|ref|max':>8}  error", flush=True)
     out = Path(args.out) if args.out else out_path(args.backend)
-    if args.md:
-        Path(args.md).write_text(render_md(json.loads(out.read_text())["tasks"], args.backend, argv))
-        return 0
     if args.resume and out.exists():
         done = {r["id"] for r in json.loads(out.read_text()).get("tasks", [])}
         ids = [i for i in ids if i not in done]

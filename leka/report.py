@@ -78,7 +78,7 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
     # the task's work as its root counts it, so a rewrite that adds operations raises no roof (profilers/roof.py)
     from profilers.roof import work_flops
 
-    root = min((n for n in nodes if n.profile), key=lambda n: n.id, default=None)
+    root = min(nodes, key=lambda n: n.id, default=None)
     summary["root_flops"] = work_flops(root.profile) if root is not None else None
     summary.update(roof_summary(best_node, task_flops=summary["root_flops"]))
     summary["kernel_budget"] = kernel_budget(nodes, cfg.router.near_roof)
