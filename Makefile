@@ -34,7 +34,7 @@ demo: setup
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -ra --durations=25
+	$(BIN)/python -m pytest -q -ra --durations=60
 
 test-slow: setup
 	$(BIN)/python -m pytest -q -ra -m slow

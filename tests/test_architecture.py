@@ -179,6 +179,14 @@ def test_functions_fit_on_a_screen():
     assert not over, f"functions over {MAX_FUNCTION_LINES} lines: {over}"
 
 
+def test_no_module_over_500_lines():
+    """Issue 48: no module of the project's code folders over 500 lines (experiments/check_sizes.py's rule,
+    task files and run outputs aside)."""
+    from experiments.check_sizes import sizes
+
+    assert [s for s in sizes(500, 10**9) if s[1] == "module"] == []
+
+
 def test_run_py_is_the_entry_only():
     """leka/run.py sets up and drives a run; the policy, the live view and the report are modules of their own."""
     assert len((ROOT / "leka" / "run.py").read_text().splitlines()) < 200

@@ -113,7 +113,7 @@ def test_tool_loop_over_sse(tmp_path):
 
 
 def test_deadline_stops_it_and_keeps_the_best_measured(tmp_path):
-    budget = 150.0
+    budget = 60.0
     script = [
         {**tool("Write", file_path=f"{{cwd}}/candidate/l2/{KERNEL}.cpp", content=GOOD), "sse": False},
         {**tool("Bash", command="./measure", description="measure"), "sse": False},

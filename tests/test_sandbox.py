@@ -231,7 +231,9 @@ def test_kernel_that_skips_the_calls_it_thinks_unchecked_gains_nothing(task, roo
             break
     else:
         pytest.skip(f"timings invalid twice on a loaded machine: {honest.error} / {res.error}"[:300])
-    assert res.speedup <= 1.2 * honest.speedup, (res.speedup, honest.speedup)
+    # the kernel's own time, not the speedup: the tiny baseline runs in ~1 us, and its noise between two
+    # evaluations (1.2 vs 1.5 us on a CI host) moved the ratio by 1.4x while both kernels took 0.19 ms
+    assert res.t_candidate_s >= honest.t_candidate_s / 1.2, (res.t_candidate_s, honest.t_candidate_s)
 
 
 def test_write_into_an_input_faults(task, root, tmp_path):

@@ -221,37 +221,14 @@ def warm_start(db, mod, target, dirs: list[str]) -> int:
     return n
 
 
-def _light_tensor_intrin(target) -> None:
-    """Register only the x86 tensor intrinsics for an x86 llvm target. `TuneContext` imports the whole
-    `tvm.s_tir.tensor_intrin` package, which parses every backend's intrinsics (measured here on the
-    loaded 2-core machine: 140 s, of it 104 s CUDA, 1.2 s x86); the llvm space generator only asks for
-    the x86 ones (`MultiLevelTilingWithIntrin` with the VNNI / AVX-512 dot products). Other targets
-    import the package as MetaSchedule does."""
-    import importlib
-    import importlib.util
-    import platform
-    import types
-
-    name = "tvm.s_tir.tensor_intrin"
-    if target.kind.name != "llvm" or platform.machine() not in ("x86_64", "AMD64") or name in sys.modules:
-        return
-    spec = importlib.util.find_spec(name)
-    pkg = types.ModuleType(name)
-    pkg.__path__ = list(spec.submodule_search_locations or [])
-    pkg.__spec__ = spec
-    pkg.__package__ = name
-    sys.modules[name] = pkg
-    importlib.import_module(f"{name}.x86")
-
-
 def _child(req: dict[str, Any]) -> dict[str, Any]:
     from tvm.s_tir import meta_schedule as ms
 
-    from leka.tvm_adapter.tuning import _fast_builder
+    from leka.tvm_adapter.tuning import _fast_builder, light_tensor_intrin
 
     func = tvm.ir.load_json(Path(req["func"]).read_text())
     target = tvm.target.Target(req["target"])
-    _light_tensor_intrin(target)
+    light_tensor_intrin(target)
     mod = workload_mod(func)
     work = req["work_dir"]
     db = ms.database.JSONDatabase(work_dir=work)

@@ -42,6 +42,33 @@ def worker_initializer(target: tvm.target.Target) -> Callable[[], None] | None:
     return load_opencl_plugin
 
 
+def light_tensor_intrin(target: tvm.target.Target) -> None:
+    """Register only the x86 tensor intrinsics for an x86 llvm target, before MetaSchedule's
+    `TuneContext` imports the whole `tvm.s_tir.tensor_intrin` package: that parses every backend's
+    intrinsics (measured on a loaded 2-core machine: 140 s, of it 104 s CUDA, 1.2 s x86; 84 s of
+    `leka bench baseline --trials 2` on a quiet one, where TVMScript's `inspect.stack()` walks the
+    CLI's deep stack for each of them), and the x86 llvm space generator asks for the x86 ones only
+    (`MultiLevelTilingWithIntrin`: the VNNI / AVX-512 dot products). Other targets (a board's aarch64
+    triple among them) import the package as MetaSchedule does."""
+    import importlib
+    import importlib.util
+    import platform
+    import sys
+    import types
+
+    name = "tvm.s_tir.tensor_intrin"
+    triple = str(target.attrs.get("mtriple", "") or "") or platform.machine()
+    if target.kind.name != "llvm" or not triple.startswith(("x86_64", "AMD64")) or name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    pkg = types.ModuleType(name)
+    pkg.__path__ = list(spec.submodule_search_locations or [])
+    pkg.__spec__ = spec
+    pkg.__package__ = name
+    sys.modules[name] = pkg
+    importlib.import_module(f"{name}.x86")
+
+
 def _fast_builder(max_workers: int = 2, timeout_sec: float = 120.0, initializer=None, cross_compiler: str = ""):
     """LocalBuilder whose workers skip `import tvm.s_tir.tensor_intrin` (~23 s per fresh worker
     here, so the default 30 s builder timeout kills every candidate). The build function is a
@@ -115,6 +142,7 @@ def tune_relax(lowered: tvm.IRModule, target: tvm.target.Target, work_dir: str, 
         on_start(n)
     if not n:
         return 0
+    light_tensor_intrin(target)
     ms.relax_integration.tune_relax(
         mod=lowered, params={}, target=target, work_dir=work_dir, max_trials_global=trials,
         max_trials_per_task=max(4, trials // n), num_trials_per_iter=min(8, max(2, trials)),
