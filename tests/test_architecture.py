@@ -149,7 +149,7 @@ def test_tree_view_colours_come_from_the_level_table(tmp_path):
 LONG_FUNCTIONS_PENDING: frozenset[tuple[str, str]] = frozenset()
 MAX_FUNCTION_LINES = 60
 CODE_FOLDERS = ("leka", "agents", "benchmark", "candidate_tree", "profilers", "experiments")
-NOT_CODE = ("benchmark/tasks/", "benchmark/examples/", "experiments/results/")  # task files, recorded candidates
+NOT_CODE = ("benchmark/tasks/", "benchmark/examples/", "experiments/results/", "experiments/out/")  # task files, recorded candidates, run outputs
 
 
 def long_functions() -> tuple[int, list[tuple[str, str, int]]]:
