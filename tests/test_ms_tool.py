@@ -188,3 +188,29 @@ def test_run_with_the_tool_makes_a_replayable_correct_l1_entry(tmp_path, strided
     want = tvm.ir.load_json((db / "scheduled.json").read_text())
     assert kern["key"] == key and entry.trace is not None
     assert A.structural_hash(sched.apply_trace(func, entry.trace)) == A.structural_hash(want)
+
+
+def test_light_tensor_intrin_gives_way_to_the_whole_package(tmp_path):
+    """Tuning an x86 llvm target registers the x86 intrinsics alone; a later CUDA or board target in the
+    same process (a grid's baselines, say) gets the whole package, CUDA's intrinsics among them, and the
+    x86 ones are not registered twice (TVM refuses that). In a child: the stand-in is process-wide."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, tvm
+from tvm.s_tir import TensorIntrin
+from leka.tvm_adapter.tuning import light_tensor_intrin
+light_tensor_intrin(tvm.target.Target({"kind": "llvm", "mtriple": "x86_64-linux-gnu"}))
+assert TensorIntrin.get("dot_16x4_avx512", allow_missing=True) is not None
+assert TensorIntrin.get("mma_ldmatrix_f16_a", allow_missing=True) is None
+light_tensor_intrin(tvm.target.Target({"kind": "cuda", "arch": "sm_90"}))
+assert TensorIntrin.get("mma_ldmatrix_f16_a", allow_missing=True) is not None
+assert TensorIntrin.get("dot_16x4_avx512", allow_missing=True) is not None
+import tvm.s_tir.tensor_intrin as ti
+assert not getattr(ti, "_leka_light", False) and ti.x86 is sys.modules["tvm.s_tir.tensor_intrin.x86"]
+print("ok")
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                       cwd=Path(__file__).resolve().parents[1])
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]

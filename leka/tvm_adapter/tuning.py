@@ -48,8 +48,9 @@ def light_tensor_intrin(target: tvm.target.Target) -> None:
     intrinsics (measured on a loaded 2-core machine: 140 s, of it 104 s CUDA, 1.2 s x86; 84 s of
     `leka bench baseline --trials 2` on a quiet one, where TVMScript's `inspect.stack()` walks the
     CLI's deep stack for each of them), and the x86 llvm space generator asks for the x86 ones only
-    (`MultiLevelTilingWithIntrin`: the VNNI / AVX-512 dot products). Other targets (a board's aarch64
-    triple among them) import the package as MetaSchedule does."""
+    (`MultiLevelTilingWithIntrin`: the VNNI / AVX-512 dot products). Any other target (a board's aarch64
+    triple, CUDA, OpenCL) gets the whole package, also in a process that tuned an x86 target first: the
+    light stand-in then gives way to the real package (its x86 module, already run, is kept)."""
     import importlib
     import importlib.util
     import platform
@@ -58,13 +59,19 @@ def light_tensor_intrin(target: tvm.target.Target) -> None:
 
     name = "tvm.s_tir.tensor_intrin"
     triple = str(target.attrs.get("mtriple", "") or "") or platform.machine()
-    if target.kind.name != "llvm" or not triple.startswith(("x86_64", "AMD64")) or name in sys.modules:
+    if target.kind.name != "llvm" or not triple.startswith(("x86_64", "AMD64")):
+        if getattr(sys.modules.get(name), "_leka_light", False):
+            del sys.modules[name]
+            importlib.import_module(name)
+        return
+    if name in sys.modules:
         return
     spec = importlib.util.find_spec(name)
     pkg = types.ModuleType(name)
     pkg.__path__ = list(spec.submodule_search_locations or [])
     pkg.__spec__ = spec
     pkg.__package__ = name
+    pkg._leka_light = True  # type: ignore[attr-defined]
     sys.modules[name] = pkg
     importlib.import_module(f"{name}.x86")
 
