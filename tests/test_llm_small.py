@@ -141,6 +141,41 @@ def test_small_schemas_accept_good_replies_and_reject_made_up_names():
     assert "source" in json.dumps(small_edit_tool("L2", kernels=["k"], blocks=[], source=True))
 
 
+def _empty_choices(schema):
+    """Paths of the `anyOf` / `enum` lists with nothing in them: no value can match, and llama.cpp's
+    schema-to-grammar makes an empty rule of one (its server crashed on it)."""
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k in ("anyOf", "oneOf", "enum") and v == []:
+                yield k
+            yield from _empty_choices(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            yield from _empty_choices(v)
+
+
+def test_small_schemas_never_offer_an_empty_choice():
+    """A GPU backend has no compile-option sets, so an L2 prompt whose source did not fit left nothing to
+    offer: the tool went out as `anyOf: []` and llama-cpp-python's server died on its grammar (the cuda
+    smoke grid against the local model, 2026-12-07). Now that case is a clear error before any call."""
+    from leka.backends import backend_names
+
+    offered = 0
+    for backend in backend_names():
+        for level in ("L0", "L1", "L2"):
+            for source in (False, True):
+                try:
+                    tool = small_edit_tool(level, kernels=["k"], blocks=["b"], backend=backend, source=source)
+                except ValueError as e:
+                    assert f"no {level} edit to offer a small model on {backend}" in str(e)
+                    continue
+                assert list(_empty_choices(tool["parameters"])) == [], (backend, level, source)
+                offered += 1
+    assert offered >= 6
+    with pytest.raises(ValueError, match="no L2 edit to offer a small model on cuda without the kernel's source"):
+        small_edit_tool("L2", kernels=["k"], blocks=[], backend="cuda", source=False)
+
+
 def test_fit_views_bounds_the_prompt():
     def render(views):
         return ["system prompt", "header\n" + "\n".join(f"{k}:\n{v}" for k, v in views.items())]

@@ -292,6 +292,11 @@ def small_edit_tool(level: str, *, kernels: list[str], blocks: list[str], backen
                     source: bool = False, max_edits: int = 3) -> dict[str, Any]:
     """The `propose_edits` tool with a per-level schema of enums (see the module docstring)."""
     items = small_items(level, kernels=kernels, blocks=blocks, backend=backend, source=source)
+    if not items:
+        # an empty anyOf is no JSON schema a grammar can be made of: llama-cpp-python's server crashed
+        # (SIGSEGV) on the rule it made of one, and with it every later call of the run
+        raise ValueError(f"no {level} edit to offer a small model on {backend}"
+                         + ("" if source else " without the kernel's source (it did not fit the prompt)"))
     item = items[0] if len(items) == 1 else {"anyOf": items}
     return {"name": EDIT_TOOL_NAME,
             "description": "Propose edits to the candidate; they are built, checked and timed.",
