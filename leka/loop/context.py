@@ -155,6 +155,15 @@ class RunContext:
             return True, None
         return True, max(0.0, timing)
 
+    @staticmethod
+    def propose_cost_s(state: RunState, level: str) -> float:
+        """What the level's proposal step (the agent, then applying its edits) took in this run: the median
+        of its last three; 0 before its first. A rule L0 agent tries its passes on a Level-3 module for
+        half a minute, and a small model's call takes as long: a step that leaves no room for the
+        evaluation it exists for is not started (issue 44: runs overran their budget by 9%)."""
+        xs = sorted((state.get("propose_s") or {}).get(level, []))
+        return xs[len(xs) // 2] if xs else 0.0
+
     def deadline(self, state: RunState) -> float:
         """Absolute monotonic time at which the wall-clock budget ends (for LLM calls)."""
         return self.t_mark + (self.cfg.run.budget_s - state.get("budget_used_s", 0.0))

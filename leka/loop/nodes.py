@@ -94,6 +94,15 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
     that does not apply becomes a failed node at once)."""
     ctx = runtime.context
     nid = state["current"]
+    used = ctx.tick(state)
+    cost = ctx.propose_cost_s(state, level)
+    if cost > 0 and not ctx.eval_plan(used + cost)[0]:
+        left = ctx.cfg.run.budget_s - used - ctx.final_reserve_s()
+        return {"done": True, "proposed": [], "budget_used_s": used,
+                "stop_reason": f"wall-clock budget of {ctx.cfg.run.budget_s:g} s used: {left:.0f} s left after the "
+                               f"export's reserve, less than the {level} agent's proposal ({cost:.1f} s) and half an "
+                               f"evaluation ({ctx.eval_fixed_s():.0f} s)"}
+    t0, gate0 = time.monotonic(), ctx.gate_wait_s
     cand = ctx.candidate(nid)
     reason = state.get("route_reason", "")
     agent_ctx = ctx.propose_context(nid, level, reason, state)
@@ -102,7 +111,7 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
         with ctx.cpu_shared(local_work=ctx.cfg.run.policy == "rules"):
             edits, usage = _ask_agent(ctx, level, cand, agent_ctx)
     except BudgetExhausted as e:
-        return {"done": True, "stop_reason": str(e), "proposed": []}
+        return {"done": True, "stop_reason": str(e), "proposed": [], "budget_used_s": ctx.tick({**state, "budget_used_s": used})}
     proposed: list[int] = []
     seen: set[str] = set()
     for edit in edits[: max(1, ctx.cfg.run.variants_per_call)]:
@@ -128,7 +137,9 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
                                   artifacts=artifacts(new), meta=meta)
         ctx.keep_candidate(child, new)
         proposed.append(child)
-    upd: RunState = {"proposed": proposed}
+    hist = dict(state.get("propose_s") or {})
+    hist[level] = [*hist.get(level, [])[-2:], round(max(0.0, time.monotonic() - t0 - (ctx.gate_wait_s - gate0)), 3)]
+    upd: RunState = {"proposed": proposed, "propose_s": hist, "budget_used_s": ctx.tick({**state, "budget_used_s": used})}
     if proposed and state.get("widen"):
         upd["widen_fresh"] = True  # this widened round found something new: another may too
     if not proposed:
