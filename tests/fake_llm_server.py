@@ -203,11 +203,17 @@ def matches(spec: dict[str, Any], body: Any) -> bool:
     return all(n in text for n in need)
 
 
+def path_of(raw: str) -> str:
+    return raw.split("?")[0].rstrip("/")
+
+
 class FakeLLMServer:
     """Context manager: `with FakeLLMServer([spec, ...]) as srv: OpenAI(base_url=srv.openai_url)`."""
 
     def __init__(self, script: list[dict[str, Any]] | None = None, *, default: dict[str, Any] | None = None,
-                 host: str = "127.0.0.1", port: int = 0):
+                 host: str = "127.0.0.1", port: int = 0, anthropic: bool = True):
+        # anthropic=False: only the OpenAI routes, as llama-cpp-python's server (/v1/messages is a 404)
+        self.anthropic = anthropic
         self._queue: deque[dict[str, Any]] = deque(script or [])
         self._last: dict[str, Any] | None = None
         self._served: list[dict[str, Any]] = []
@@ -311,6 +317,9 @@ class FakeLLMServer:
                     data = {"object": "list", "data": [
                         {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}]}
                     self._send(200, json.dumps(data).encode())
+                elif path_of(self.path).endswith("/chat/completions") or (
+                        server.anthropic and path_of(self.path).endswith("/v1/messages")):
+                    self._send(405, json.dumps(_error_body(405, False)).encode())  # a POST route, as real servers say
                 else:
                     self._send(404, json.dumps(_error_body(404, False)).encode())
 
@@ -328,7 +337,7 @@ class FakeLLMServer:
                     self._send(200, json.dumps({"input_tokens": n_tok}).encode())
                     return
                 is_anthropic = path.endswith("/v1/messages")
-                if not (is_anthropic or path.endswith("/chat/completions")):
+                if not ((is_anthropic and server.anthropic) or path.endswith("/chat/completions")):
                     self._send(404, json.dumps(_error_body(404, False)).encode())
                     return
                 spec = server._next_spec(body)

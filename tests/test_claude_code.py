@@ -164,6 +164,22 @@ def test_failures_give_a_failed_row(tmp_path, case):
     assert_no_key(run_dir)
 
 
+def test_a_server_without_the_messages_api_is_named_as_the_cause(tmp_path):
+    # a local model behind llama-cpp-python's server (the smoke grid against it, 2026-12-07): the CLI
+    # reported "There's an issue with the selected model", which points at the model, not the server
+    with FakeLLMServer([], anthropic=False) as srv:
+        res = run_claude_code(TASK, budget_s=120, model=f"compat:{srv.url}/v1|qwen2.5-coder-0.5b?json_schema=true",
+                              out_dir=tmp_path / "runs", max_retries=0)
+    assert res.status == "failed" and not res.output_tokens
+    assert res.error.startswith(f"{srv.url} has no Anthropic Messages API (GET /v1/messages: 404)"), res.error
+    assert any(r.method == "POST" and r.path.startswith("/v1/messages") for r in srv.requests)
+    assert res.cost_usd is None  # a compat endpoint's calls are unpriced
+    # where the route exists, a failure is left in the CLI's words
+    from leka.arms.claude_code import messages_api_missing
+    with FakeLLMServer([]) as srv:
+        assert messages_api_missing(srv.url) == ""
+
+
 def test_measure_gets_the_harness_python_path_and_backend_variables(monkeypatch):
     # the CLI hands `./measure` a clean environment: where the harness's packages come from PYTHONPATH
     # (the H200's unpacked TVM and wheels), `leka bench eval` only imports if the path is carried over

@@ -147,6 +147,26 @@ def model_endpoint(spec: str, base_url: str | None) -> tuple[str, str | None, bo
     return spec, base_url, False
 
 
+def messages_api_missing(base_url: str, timeout_s: float = 5.0) -> str:
+    """The reason first, when a compat endpoint has no Anthropic Messages route: the CLI's own words for
+    a 404 ("There's an issue with the selected model") point at the model, not at the server. A GET is
+    answered 405 (or 501) where the route exists for POST, 404 where it does not (llama-cpp-python's
+    server, which has only the OpenAI routes); it sends no request a scripted server would count."""
+    import urllib.error
+    import urllib.request
+
+    url = base_url.rstrip("/") + "/v1/messages"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout_s).close()
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return (f"{base_url} has no Anthropic Messages API (GET /v1/messages: 404); the claude_code arm "
+                    "needs one (llama-cpp-python's server answers only the OpenAI routes). The CLI said: ")
+    except (OSError, ValueError):
+        pass
+    return ""
+
+
 def cli_env(home: Path, base_url: str | None, model: str, max_retries: int | None,
             eval_timeout_s: float, key: str | None = None) -> dict[str, str]:
     """A clean environment: no variable of the harness's leaks in but PATH, locale and the key."""
@@ -375,6 +395,8 @@ def run_claude_code(task: str, *, backend: str = "llvm", budget_s: float = 5400.
         res.status = "failed"
         tail = (run_dir / "stderr.txt").read_text(errors="replace").strip()[-1500:]
         res.error = got["cli_error"] or f"Claude Code exited with {code} without a result" + (f": {tail}" if tail else "")
+        if compat and not got["output_tokens"]:  # not one reply came back (the CLI counts a failed turn)
+            res.error = f"{messages_api_missing(env.get('ANTHROPIC_BASE_URL', ''))}{res.error}"
     _judge(res, run_dir, t, cfg, ws)
     res.wall_s = round(time.monotonic() - t0, 2)
     (run_dir / "result.json").write_text(res.model_dump_json(indent=1))
