@@ -210,6 +210,23 @@ def test_export_keeps_what_the_report_links_to_and_regenerates_it(grid, tmp_path
     assert r.returncode == 2 and "not empty" in r.stderr
 
 
+def test_export_writes_the_database_with_project_paths_relative(tmp_path):
+    # a failed claude_code job's row carried the traceback of the grid's judge, with this machine's path
+    from leka.exp.export import export
+
+    proj, exp_dir = tmp_path / "proj", tmp_path / "exp"
+    exp_dir.mkdir()
+    here = f"{proj.resolve()}/"
+    tb = f'File "{here}leka/exp/judge.py", line 9, in judge'
+    with sqlite3.connect(exp_dir / "results.sqlite") as db:
+        db.execute("CREATE TABLE jobs (job_id TEXT, error TEXT, attempt INTEGER)")
+        db.execute("INSERT INTO jobs VALUES (?, ?, 1)", ("llvm/t/claude_code/s0", tb))
+    export(exp_dir, tmp_path / "dest", project=proj)
+    with sqlite3.connect(tmp_path / "dest" / "results.sqlite") as db:
+        assert db.execute("SELECT job_id, error, attempt FROM jobs").fetchall() == [
+            ("llvm/t/claude_code/s0", 'File "leka/exp/judge.py", line 9, in judge', 1)]
+
+
 @pytest.mark.parametrize("body, says", [
     ({"arms": [{"name": "leka"}], "tasks": {"ids": ["l1_gelu_tanh"]}, "bogus": 1}, "bogus"),
     ({"arms": [{"name": "mystery"}], "tasks": {"ids": ["l1_gelu_tanh"]}}, "mystery"),

@@ -32,6 +32,16 @@ def _best_nodes(run: Path) -> set[str]:
     return {str(best)} if best is not None else set()
 
 
+def relative_paths(db: sqlite3.Connection, prefix: str) -> None:
+    """What `put` does to a text file, in every text column of the database: a failed job's traceback
+    names the project's modules by absolute path."""
+    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+        for col in (r[1] for r in db.execute(f'PRAGMA table_info("{table}")') if r[2].upper() == "TEXT"):
+            db.execute(f'UPDATE "{table}" SET "{col}" = replace("{col}", ?, \'\') WHERE instr("{col}", ?) > 0',
+                       (prefix, prefix))
+    db.commit()
+
+
 def export(exp_dir: Path, dest: Path, project: Path | None = None) -> dict[str, int]:
     """Copy; returns counts (files, bytes, skipped_large). Text files name paths under `project` (default:
     the working directory) relative to it, so the copy carries no path of this machine."""
@@ -61,6 +71,7 @@ def export(exp_dir: Path, dest: Path, project: Path | None = None) -> dict[str, 
     # sqlite's backup API: a consistent copy even of a database with a WAL beside it
     with sqlite3.connect(exp_dir / "results.sqlite") as src, sqlite3.connect(dest / "results.sqlite") as dst:
         src.backup(dst)
+        relative_paths(dst, prefix)
     n += 1
     runs = exp_dir / "runs"
     for f in sorted(runs.rglob("*")) if runs.is_dir() else []:
