@@ -317,8 +317,8 @@ class FakeLLMServer:
                     data = {"object": "list", "data": [
                         {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}]}
                     self._send(200, json.dumps(data).encode())
-                elif path_of(self.path).endswith("/chat/completions") or (
-                        server.anthropic and path_of(self.path).endswith("/v1/messages")):
+                elif (path := path_of(self.path)).endswith("/chat/completions") or (
+                        server.anthropic and path.endswith("/v1/messages")):
                     self._send(405, json.dumps(_error_body(405, False)).encode())  # a POST route, as real servers say
                 else:
                     self._send(404, json.dumps(_error_body(404, False)).encode())
@@ -331,7 +331,7 @@ class FakeLLMServer:
                 except json.JSONDecodeError:
                     body = raw
                 self._record(body)
-                path = self.path.split("?")[0].rstrip("/")
+                path = path_of(self.path)
                 if path.endswith("/v1/messages/count_tokens"):
                     n_tok = max(1, len(json.dumps(body)) // 4)
                     self._send(200, json.dumps({"input_tokens": n_tok}).encode())
