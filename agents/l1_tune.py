@@ -140,6 +140,9 @@ class TunerL1Agent:
         return None
 
     def _worth(self, name: str, profile) -> bool:
+        row = next((r for r in (profile or {}).get("kernels", []) or [] if r.get("name") == name), None)
+        if row is not None and row.get("l2_override"):
+            return False  # an L2 kernel replaces what any schedule of it would build
         share = self._share(name, profile)
         return share is None or share >= self.min_share
 

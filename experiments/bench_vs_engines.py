@@ -220,6 +220,44 @@ def cmd_judge(args) -> None:
     t_end = time.time() + 60 * args.minutes if args.minutes else None
     _drain([(_safe_judge, (r, k, out, args.trials, args.set)) for r, k in todo], args.jobs, t_end,
            out / "judged.jsonl", lambda row: f"{row['arm']} {row['task']} vs {row['kind']}: {row['status']} {_cell(row)}")
+    # each answer's hottest kernel beside its roof (rows judged before this was recorded get it too)
+    for (a, t, k), row in latest(read_rows(out / "judged.jsonl"), "arm", "task", "kind").items():
+        run = next((r for r in runs if (r["arm"], r["task"]) == (a, t)), None)
+        if k == "untuned" and row.get("status") == "ok" and "hot" not in row and run is not None:
+            _append(out / "judged.jsonl", {**row, "hot": answer_hot(out, run)})
+
+
+def hot_kernel(profile: dict | None) -> dict | None:
+    """The answer's hottest kernel from its profile (profilers/: per kernel its time share, bound and
+    fraction of roof), and the memory level its working set fits in (the roof level a memory-bound kernel
+    is held to): what the table names for a task behind the best engine."""
+    ks = [k for k in (profile or {}).get("kernels") or [] if k.get("share")]
+    if not ks:
+        return None
+    k = max(ks, key=lambda k: k["share"])
+    level = None
+    if k.get("bound") == "memory":
+        for lv in ((profile or {}).get("peaks") or {}).get("levels") or []:
+            if not lv.get("capacity") or (k.get("bytes") or 0) <= lv["capacity"]:
+                level = lv.get("name")
+                break
+    return {"name": k.get("name"), "kind": k.get("kind"), "share": k.get("share"), "bound": k.get("bound"),
+            "level": level, "roof_fraction": k.get("roof_fraction"), "l2_override": k.get("l2_override"),
+            "scheduled": k.get("scheduled")}
+
+
+def answer_hot(out: Path, run: dict) -> dict | None:
+    """`hot_kernel` of the run's answer, from the profile its own evaluation in the run took (the tree)."""
+    from candidate_tree import Tree
+
+    rd = out / run["run_dir"]
+    if not (rd / "tree.sqlite").is_file() or run.get("best_node") is None:
+        return None
+    tree = Tree(rd, create=False, mirror=False)
+    try:
+        return hot_kernel(tree.get(int(run["best_node"])).profile)
+    finally:
+        tree.close()
 
 
 def _safe_judge(run: dict, kind: str, out: Path, trials: int, sets: list[str]) -> dict:
@@ -371,6 +409,34 @@ def _summary(d: dict[str, Any]) -> list[str]:
             if per:
                 lines.append(f"- {a}: median task {statistics.median(per):.2f}x over {len(per)} tasks "
                              f"(at least 1.00x on {sum(x >= 1 for x in per)})")
+        for a in arms:
+            lines += ["", f"Where {a} is behind the best engine (its ratio's interval below 1, or the ratio under 1), "
+                      "what bounds it: the answer's hottest kernel, its share of the time, what holds it (compute, "
+                      "or the memory level its working set fits in) and its fraction of that roof:", ""]
+            behind = ahead = 0
+            for t in tasks:
+                rows = [(k, r) for k in engines if (r := judged.get((a, t, k))) and r.get("status") == "ok"]
+                if not rows:
+                    continue
+                k, r = min(rows, key=lambda kr: kr[1]["speedup"])
+                if r.get("lo") is not None and r["lo"] > 1:
+                    ahead += 1
+                if r["speedup"] >= 1 and not (r.get("hi") is not None and r["hi"] < 1):
+                    continue
+                behind += 1
+                h = (judged.get((a, t, "untuned")) or {}).get("hot")
+                what = (f"`{h['name']}` ({h['kind']}, {h['share']:.0%} of the time), "
+                        + (f"memory-bound ({h['level'] or 'DRAM'})" if h.get("bound") == "memory" else f"{h['bound']}-bound")
+                        + f" at {fmt_fraction(h.get('roof_fraction'))} of its roof"
+                        + (", an L2 C++ kernel" if h.get("l2_override") else "" if h.get("scheduled") else ", unscheduled")
+                        if h else "no profile of the answer")
+                lines.append(f"- {t}: {r['speedup']:.2f}x of {k}; {what}")
+            lines += ["", f"{a}: {ahead} tasks ahead of the best engine with the interval above 1, {behind} behind."]
+            hots = [h["roof_fraction"] for t in tasks if t.startswith("l1_")
+                    and (h := (judged.get((a, t, "untuned")) or {}).get("hot")) and h.get("roof_fraction") is not None]
+            if hots:
+                lines.append(f"{a}: the hottest kernel of the Level-1 answers is at median {fmt_fraction(statistics.median(hots))} "
+                             f"of its roof ({len(hots)} answers).")
     fracs = [judged[(a, t, "untuned")]["roof_fraction"] for a in arms for t in tasks
              if judged.get((a, t, "untuned"), {}).get("roof_fraction")]
     if fracs:

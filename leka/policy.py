@@ -107,6 +107,31 @@ def with_tuner(cfg: LekaConfig, agents: dict[str, Agent], root: ir.Root, run_dir
     return {**agents, "L1": wrapped}
 
 
+class _NothingMore:
+    """The inner agent of the idle tuner: the policy's own L1 agent had nothing more to propose."""
+
+    level = "L1"
+
+    def propose(self, candidate, context) -> list:
+        return []
+
+
+def idle_tuner(cfg: LekaConfig, root: ir.Root, run_dir: Path) -> Agent | None:
+    """The L1 agent of the run's last round (`tuner.when_idle`): MetaSchedule alone, for a run whose
+    agents have nothing more to propose anywhere while budget is left. None where the L1 agent already
+    has the tool (`tuner.enabled`) or the L1 layer is off, and under a model's policy: MetaSchedule builds
+    and runs the kernels it tunes in this process's children, outside the judge's sandbox, and a model's
+    graph edits may carry PrimFuncs of its own."""
+    if cfg.tuner.enabled or not cfg.tuner.when_idle or "L1" not in cfg.run.layers or cfg.run.policy != "rules":
+        return None
+    from agents.l1_tune import TunerL1Agent
+
+    t = cfg.tuner
+    return TunerL1Agent(_NothingMore(), cfg.backend, root_params=root.params, trials=t.trials,
+                        cache_dir=cfg.baseline.cache_dir, work_dir=run_dir / "work", max_share=t.max_share,
+                        min_left_s=t.min_left_s, min_share=t.min_share, run_name=run_dir.name)
+
+
 def llm_views(root: ir.Root, task: Task) -> Callable[[Any, Any], dict[str, str]]:
     from leka.ir import views as V
 

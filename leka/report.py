@@ -88,7 +88,7 @@ def run_summary(run_dir: Path, cfg: LekaConfig, task: Task, tree: Tree, final: d
     summary["noise_floor"] = root.result.extra.get("noise_floor") if root is not None else None
     if cfg.baseline.kind == "untuned":  # the old key, kept only where its name is true
         summary["best_speedup_vs_untuned"] = summary["best_speedup"]
-    if cfg.tuner.enabled:
+    if cfg.tuner.enabled or (run_dir / "work" / "ms-l1").is_dir():  # the tool, or the idle round's tuner
         summary["tuner"] = tuner_summary(run_dir)
     if ledger is not None:
         summary["llm"] = {**ledger.to_dict(records=False), "by_agent": llm_by_tag(ledger)}

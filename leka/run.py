@@ -133,7 +133,7 @@ def _drive(cfg: LekaConfig, task: Task, run_dir: Path, *, resume: bool, quiet: b
     from candidate_tree import Tree
     from leka.loop.context import RunContext
     from leka.loop.graph import run_graph
-    from leka.policy import make_agents, with_tuner
+    from leka.policy import idle_tuner, make_agents, with_tuner
 
     root = load_root(task, cfg.baseline.cache_dir)
     evaluator = Evaluator(cfg.evaluator, cfg.backend, cfg.baseline, device=cfg.device)
@@ -142,7 +142,8 @@ def _drive(cfg: LekaConfig, task: Task, run_dir: Path, *, resume: bool, quiet: b
     tree = Tree(run_dir, defer=cfg.run.defer_followups)
     view = LiveView(cfg, task.id, quiet=quiet)
     ctx = RunContext(cfg=cfg, task=task, run_dir=run_dir, tree=tree, evaluator=evaluator, agents=agents,
-                     router=router, root=root, ledger=ledger, on_event=view.event)
+                     router=router, root=root, ledger=ledger, on_event=view.event,
+                     idle_agent=idle_tuner(cfg, root, run_dir))
     if not quiet:
         console.print(f"[bold]LEKA[/] {'resuming' if resume else 'run'} {task.id} -> {run_dir}")
     use_live = (console.is_terminal if live is None else live) and not quiet

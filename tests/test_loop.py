@@ -331,3 +331,63 @@ def test_the_agent_context_is_built_once_per_iteration(tmp_path):
     # what the agent saw is what the route built for that node: the children already tried there
     assert all(isinstance(c.tried, set) and c.deadline is not None for c in l2.contexts)
     ctx.tree.close()
+
+
+def test_idle_budget_goes_to_a_tuning_round_on_the_answer(tmp_path):
+    # issue 44: with every level exhausted and budget left, the run does not stop: one last round in which
+    # the idle tuner (MetaSchedule, here scripted) works on the answer node's L1, and on the faster child next
+    table = {'{"opt-level": 1}': 1.5, '{"opt-level": 3}': 2.0}
+    l2 = ScriptedAgent("L2", [[opt(**{"opt-level": 1})]])
+    idle = ScriptedAgent("L1", [[opt(**{"opt-level": 3})], []])
+    seen: list[int] = []
+    orig = idle.propose
+    idle.propose = lambda cand, c: (seen.append(c.extra["evals"]), orig(cand, c))[1]
+    ctx = make_ctx(tmp_path, {"L2": l2}, TableEvaluator(table), "run.routing=fixed:L2", "run.widen_rounds=0")
+    ctx.idle_agent = idle
+    final = run_graph(ctx)
+    assert final["stop_reason"] == "nothing left to expand and a MetaSchedule round (tuner.when_idle)", final
+    nodes = ctx.tree.nodes()
+    # root -> 2 (L2 rule edit, 1.5x); the round works on node 2 (the answer) -> 3 (2.0x), then on node 3
+    assert [(n.id, n.parent) for n in nodes] == [(1, None), (2, 1), (3, 2)]
+    assert idle.calls == 2 and seen == [2, 3] and ctx.agents["L1"].calls == 2  # the rule L1: once per node before
+    assert "tuner.when_idle" in nodes[2].route_reason and ctx.tree.answer().id == 3
+    assert final["tuning"] is True and final["exhausted"]["3"] == ["L1"]
+    ctx.tree.close()
+    # without an idle tuner (tuner.when_idle=false, or a model's policy) the same run stops at node 2
+    l2b = ScriptedAgent("L2", [[opt(**{"opt-level": 1})]])
+    ctx = make_ctx(tmp_path / "b", {"L2": l2b}, TableEvaluator(table), "run.routing=fixed:L2", "run.widen_rounds=0")
+    final = run_graph(ctx)
+    assert final["stop_reason"] == "nothing left to expand" and final["evals"] == 2
+    ctx.tree.close()
+
+
+def test_the_idle_tuner_is_metaschedule_for_the_rule_policy_only(tmp_path):
+    from agents.l1_tune import TunerL1Agent
+    from leka.policy import idle_tuner
+
+    task = load_task_file(DATA / "tiny_task.py")
+    root = ir.Root(task=task, text="", params={}, n_inputs=1, model=None)
+    got = idle_tuner(load_config(), root, tmp_path)
+    assert isinstance(got, TunerL1Agent) and got.inner.propose(None, None) == []
+    # a model's graph edits may carry PrimFuncs MetaSchedule would build and run outside the sandbox
+    for sets in (["run.policy=llm"], ["tuner.when_idle=false"], ["tuner.enabled=true"], ["run.layers=[L0,L2]"]):
+        assert idle_tuner(load_config([], sets), root, tmp_path) is None, sets
+
+
+def test_the_export_reserve_is_the_longer_of_the_answers_build_and_the_roots_cold_one(tmp_path):
+    # issue 44: a Level-3 export links the whole library, which no evaluation does: 8-12 s where the best
+    # node's build took 3.6-6 s; the root's cold build (6.7-10 s) bounded it in all 19 runs measured
+    ctx = make_ctx(tmp_path, {}, TableEvaluator({}))
+
+    def res(sp: float, build: float) -> EvalResult:
+        r = EvalResult(task="t", backend="llvm", compiled=True, correct=True, speedup=sp, timing_valid=True)
+        r.extra["phase_s"] = {"prepare": 0.1, "build": build, "check": 0.5, "time_step": 2.0}
+        return r
+
+    root = ctx.tree.add_node(None, None, None, "r", result=res(1.0, 6.7), meta={"cost_s": 9.8})
+    ctx.tree.add_node(root, "L1", opt(**{"opt-level": 1}), "a", result=res(3.0, 3.6), meta={"cost_s": 6.7})
+    # the root: start 0.5 + prepare 0.1 + build 6.7 = 7.3 s; the answer's 0.5 + 0.1 + 3.6 = 4.2 s
+    assert ctx.final_reserve_s() == pytest.approx(1.25 * 7.3 + 0.5)
+    ctx.tree.add_node(root, "L1", opt(**{"opt-level": 2}), "b", result=res(4.0, 9.0), meta={"cost_s": 12.1})
+    assert ctx.final_reserve_s() == pytest.approx(1.25 * 9.6 + 0.5)  # a slower-building answer: its own
+    ctx.tree.close()

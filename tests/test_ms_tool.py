@@ -214,3 +214,26 @@ print("ok")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                        cwd=Path(__file__).resolve().parents[1])
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_run_out_of_rule_ideas_gives_its_budget_left_to_metaschedule(tmp_path):
+    """~2 min: tuner.when_idle (on by default, the tool itself off): once the rule L1 agent has nothing
+    more and no widened round finds anything new, the answer's kernels are tuned instead of the run
+    stopping with its budget left; the tuned edit is an evaluated L1 node of the answer's lineage."""
+    from candidate_tree import Tree
+    from leka.run import run
+
+    sets = ["tuner.trials=2", "tuner.min_left_s=0", "run.routing=fixed:L1", "run.layers=[L1]",
+            "run.widen_rounds=1", "run.budget_s=900", f"run.out={tmp_path / 'runs'}",
+            f"baseline.cache_dir={tmp_path / 'cache'}", "evaluator.max_pairs=3"]
+    summary = run(str(DATA / "tiny_task.py"), overrides=sets, quiet=True, live=False)
+    assert "a MetaSchedule round (tuner.when_idle)" in summary["stop_reason"], summary["stop_reason"]
+    assert summary["tuner"]["calls"] >= 1 and summary["tuner"]["seconds"] <= summary["budget_used_s"]
+    tree = Tree(Path(summary["run_dir"]), create=False, mirror=False)
+    try:
+        tuned = [n for n in tree.nodes() if n.edit is not None and "MetaSchedule" in n.edit.rationale]
+        assert tuned and all(n.level == "L1" and n.result is not None for n in tuned)
+        assert all("tuner.when_idle" in n.route_reason for n in tuned)
+    finally:
+        tree.close()

@@ -242,6 +242,10 @@ class TunerConfig(_Section):
     budget like any agent time."""
 
     enabled: bool = False
+    # with the tool off: when every node is exhausted at every level (after the widened rounds) and at
+    # least min_left_s of budget is left, one last round in which the L1 agent of the answer node tunes
+    # its kernels with MetaSchedule, hottest first, instead of the run stopping with budget left (issue 44)
+    when_idle: bool = True
     trials: int = 32  # MetaSchedule trials per tuned kernel (each kernel is tuned once per run)
     max_share: float = 0.5  # one tuning call may take at most this share of the budget left
     min_left_s: float = 60.0  # with less budget left than this, nothing is tuned

@@ -57,6 +57,12 @@ def route(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     open_levels = [lv for lv in ctx.layers if lv not in excluded]
     if not open_levels:
         return {"level": "", "route_reason": f"node {nid}: every enabled level has nothing more to propose"}
+    if state.get("tuning"):  # the last round is L1's alone: no router call
+        if "L1" in excluded:
+            return {"level": "", "route_reason": f"node {nid}: no kernel left to tune"}
+        reason = f"node {nid}: every level had nothing more; MetaSchedule tunes its kernels (tuner.when_idle)"
+        ctx.on_event("route", {"node": nid, "level": "L1", "reason": reason})
+        return {"level": "L1", "route_reason": reason}
     cand = ctx.candidate(nid)
     agent_ctx = ctx.routed_context(nid, state)
     ctx.router.load_state(state.get("router_state") or {})
@@ -71,8 +77,9 @@ def route(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     return {"level": level, "route_reason": reason, "router_state": ctx.router.state()}
 
 
-def _ask_agent(ctx: RunContext, level: str, cand: ir.Candidate, agent_ctx) -> tuple[list[Edit], dict | None]:
-    agent = ctx.agents[level]
+def _ask_agent(ctx: RunContext, level: str, cand: ir.Candidate, agent_ctx,
+               tuning: bool = False) -> tuple[list[Edit], dict | None]:
+    agent = ctx.idle_agent if tuning and level == "L1" and ctx.idle_agent is not None else ctx.agents[level]
     if ctx.ledger is None:
         return agent.propose(cand, agent_ctx) or [], None
     with ctx.ledger.tagged(level):
@@ -109,7 +116,7 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
     try:
         # a rule agent computes its proposals here, on the cores other jobs may be timing on
         with ctx.cpu_shared(local_work=ctx.cfg.run.policy == "rules"):
-            edits, usage = _ask_agent(ctx, level, cand, agent_ctx)
+            edits, usage = _ask_agent(ctx, level, cand, agent_ctx, tuning=bool(state.get("tuning")))
     except BudgetExhausted as e:
         return {"done": True, "stop_reason": str(e), "proposed": [], "budget_used_s": ctx.tick({**state, "budget_used_s": used})}
     proposed: list[int] = []
@@ -140,7 +147,7 @@ def propose(state: RunState, runtime: Runtime[RunContext], level: str) -> RunSta
     hist = dict(state.get("propose_s") or {})
     hist[level] = [*hist.get(level, [])[-2:], round(max(0.0, time.monotonic() - t0 - (ctx.gate_wait_s - gate0)), 3)]
     upd: RunState = {"proposed": proposed, "propose_s": hist, "budget_used_s": ctx.tick({**state, "budget_used_s": used})}
-    if proposed and state.get("widen"):
+    if proposed and state.get("widen") and not state.get("tuning"):
         upd["widen_fresh"] = True  # this widened round found something new: another may too
     if not proposed:
         ex = dict(state.get("exhausted", {}))
@@ -195,6 +202,12 @@ def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
         return {"budget_used_s": used, "done": True,
                 "stop_reason": f"wall-clock budget of {ctx.cfg.run.budget_s:g} s used: {ctx.cfg.run.budget_s - used:.0f} s "
                                f"left, less than half an evaluation ({ctx.eval_fixed_s():.0f} s) after the export's reserve"}
+    if state.get("tuning"):
+        nxt = _tuning_node(ctx, state)
+        if nxt is None:
+            return {"budget_used_s": used, "done": True, "stop_reason": _idle_stop(state, tuned=True)}
+        return {"current": nxt, "iteration": state.get("iteration", 0) + 1, "budget_used_s": used,
+                "level": "", "route_reason": ""}
     # greedy search (an ablation): no exploration bonus, so only the current best node is expanded
     explore = 0.0 if ctx.cfg.run.search == "greedy" else ctx.cfg.run.explore
     nxt = choose_next(ctx.tree, state, ctx.layers, explore)
@@ -211,12 +224,34 @@ def select(state: RunState, runtime: Runtime[RunContext]) -> RunState:
         upd = {"widen": widen + 1, "exhausted": {}, "widen_fresh": False}
         nxt = choose_next(ctx.tree, {**state, "exhausted": {}}, ctx.layers, explore)
         ctx.on_event("widen", {"round": widen + 1, "node": nxt})
+    if (nxt is None and ctx.idle_agent is not None and "L1" in ctx.layers
+            and ctx.cfg.run.budget_s - used - ctx.final_reserve_s() >= ctx.cfg.tuner.min_left_s):
+        # nothing more from any agent, budget left: MetaSchedule gets the rest of it (issue 44: runs stopped
+        # at a third of their budget with kernels far from their roof)
+        nxt = _tuning_node(ctx, {**state, "exhausted": {}})
+        if nxt is not None:
+            upd = {"tuning": True, "exhausted": {}}
+            ctx.on_event("tune_round", {"node": nxt})
     if nxt is None:
-        why = "nothing left to expand" + (f" (after {widen} widened round(s)" + (", the last of which found nothing new)"
-                                                                              if spent else ")") if widen else "")
-        return {"budget_used_s": used, "done": True, "stop_reason": why}
+        return {"budget_used_s": used, "done": True, "stop_reason": _idle_stop(state, tuned=False)}
     return {**upd, "current": nxt, "iteration": state.get("iteration", 0) + 1, "budget_used_s": used,
             "level": "", "route_reason": ""}
+
+
+def _idle_stop(state: RunState, tuned: bool) -> str:
+    widen, spent = state.get("widen", 0), state.get("widen", 0) > 0 and not state.get("widen_fresh", False)
+    why = "nothing left to expand" + (f" (after {widen} widened round(s)" + (", the last of which found nothing new)"
+                                                                          if spent else ")") if widen else "")
+    return why + (" and a MetaSchedule round (tuner.when_idle)" if tuned else "")
+
+
+def _tuning_node(ctx: RunContext, state: RunState) -> int | None:
+    """The node the last round works on: the run's answer, while its L1 agent (the idle tuner) has kernels
+    left to tune; a tuned child that is faster becomes the answer and is worked on next."""
+    ans = ctx.tree.answer()
+    if ans is None or "L1" in state.get("exhausted", {}).get(str(ans.id), []):
+        return None
+    return ans.id
 
 
 def finish(state: RunState, runtime: Runtime[RunContext]) -> RunState:

@@ -21,6 +21,7 @@ class RunState(TypedDict, total=False):
     router_state: dict[str, Any]
     widen: int  # widened rounds begun after every node was exhausted (run.widen_rounds)
     widen_fresh: bool  # the current widened round has proposed something new (else the widening ends)
+    tuning: bool  # the last round: the idle tuner (RunContext.idle_agent) works on the answer node's L1
     propose_s: dict[str, list[float]]  # level -> what its last (up to 3) proposal steps took, seconds
 
 
