@@ -448,9 +448,39 @@ def _summary(d: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render(out: Path) -> str:
+def render(out: Path, before: Path | None = None) -> str:
     d = _load(out)
-    return "\n".join(_head(d) + _table(d) + _summary(d)) + "\n"
+    extra = _against_before(d, _load(before)) if before is not None else []
+    return "\n".join(_head(d) + _table(d) + _summary(d) + extra) + "\n"
+
+
+def _against_before(d: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """Per task judged in both tables: this table's speedup over the earlier table's, against the same
+    engine (each ratio is two judged runs apart, so an estimate without an interval), and the best
+    engine's ratio before and after."""
+    engines = [k for k in d["kinds"] if k not in ("untuned", "tuned") and k in b["kinds"]]
+    lines = ["", "## Against the before table", "",
+             "Per task: the answer's speedup over each engine in this table divided by the before table's (the "
+             "same engine, the same machine; two runs apart, so no interval); then LEKA / best engine before and "
+             "now.", "",
+             "| task | " + " | ".join(f"{k} now / before" for k in engines) + " | vs best engine before | now |",
+             "|---|" + "---|" * (len(engines) + 2)]
+    for a in d["arms"]:
+        for t in d["tasks"]:
+            cells, best_now, best_before = [], None, None
+            for k in engines:
+                r, q = d["judged"].get((a, t, k)), b["judged"].get((a, t, k))
+                ok = r and q and r.get("status") == "ok" and q.get("status") == "ok"
+                cells.append(f"{r['speedup'] / q['speedup']:.2f}x" if ok else "-")
+                if r and r.get("status") == "ok":
+                    best_now = min(best_now or 1e30, r["speedup"])
+                if q and q.get("status") == "ok":
+                    best_before = min(best_before or 1e30, q["speedup"])
+            if best_before is None:
+                continue
+            lines.append(f"| {t} | " + " | ".join(cells) + f" | {best_before:.2f}x | "
+                         + (f"{best_now:.2f}x" if best_now is not None else "-") + " |")
+    return lines
 
 
 def _utc(ts: float) -> str:
@@ -478,7 +508,8 @@ def dispatch(args, cmd_run, cmd_judge, render_fn) -> None:
     elif args.what == "judge":
         cmd_judge(args)
     else:
-        text = render_fn(Path(args.out))
+        before = getattr(args, "before", "")
+        text = render_fn(Path(args.out), Path(before)) if before else render_fn(Path(args.out))
         if args.md:
             Path(args.md).write_text(text)
         print(text)
@@ -490,6 +521,7 @@ def main() -> None:
     ap.add_argument("--baselines", default="untuned,tuned,torch,torch_compile,torch_compile_cg,ort,mnn,tensorrt")
     ap.add_argument("--trials", type=int, default=256, help="the tuned baseline's MetaSchedule trials")
     ap.add_argument("--tuned-tasks", default="", help="judge: tune these first (MetaSchedule-TRIALS)")
+    ap.add_argument("--before", default="", help="render: an earlier table's folder; per task, now / before")
     dispatch(ap.parse_args(), cmd_run, cmd_judge, render)
 
 

@@ -62,3 +62,30 @@ def test_rows_survive_a_cut_off_line_and_render_the_table(tmp_path):
     assert "| 2.50x [2.40, 2.60] + | - | 10% | - |" in md, md  # t2's MNN row was cut off: to do again
     assert "Test CPU, 440 GFLOP/s float32 at 2 threads; bandwidth L1 900 GB/s, DRAM 28 GB/s" in md, md
     assert "Machine: test machine" in md
+
+
+def test_tasks_behind_the_best_engine_name_their_hottest_kernel_and_the_before_table_is_compared(tmp_path):
+    before, after = tmp_path / "before", tmp_path / "after"
+    hot = {"name": "max", "kind": "reduction", "share": 0.71, "bound": "memory", "level": "L2",
+           "roof_fraction": 0.006, "l2_override": False, "scheduled": True}
+    for out, sp in ((before, 0.5), (after, 1.6)):
+        out.mkdir()
+        for t in ("l1_a", "l3_b"):
+            bve._append(out / "runs.jsonl", {"backend": "llvm", "arm": "leka", "task": t, "run_dir": f"runs/{t}",
+                                             "best_correct": True, "evaluations": 9, "budget": "5m",
+                                             "stop_reason": "wall-clock budget of 300 s used", "ended": 1.7e9})
+        bve._append(out / "judged.jsonl", {**_ok("leka", "l1_a", "untuned", 3.0, 2.9, 3.1, 1e-3, roof=0.5e-3), "hot": hot})
+        bve._append(out / "judged.jsonl", _ok("leka", "l1_a", "torch", 2.0, 1.9, 2.1, 1e-3))
+        bve._append(out / "judged.jsonl", _ok("leka", "l1_a", "ort", sp, sp - 0.1, sp + 0.1, 1e-3))
+        bve._append(out / "judged.jsonl", _ok("leka", "l3_b", "untuned", 9.0, 8.0, 10.0, 1e-3))
+        bve._append(out / "judged.jsonl", _ok("leka", "l3_b", "ort", 0.3, 0.29, 0.31, 1e-3))
+    md = bve.render(after, before)
+    # l1_a is ahead now (1.6x of ORT, interval above 1): no bound line; l3_b is behind without a profile
+    assert "- l3_b: 0.30x of ort; no profile of the answer" in md, md
+    assert "- l1_a:" not in md and "leka: 1 tasks ahead of the best engine with the interval above 1, 1 behind." in md
+    assert "the hottest kernel of the Level-1 answers is at median 0.6% of its roof (1 answers)" in md, md
+    assert "| l1_a | 1.00x | 3.20x | 0.50x | 1.60x |" in md, md  # ORT 1.6 / 0.5; best engine before ORT 0.5
+    assert "| l3_b | - | 1.00x | 0.30x | 0.30x |" in md, md
+    md = bve.render(before)
+    assert "- l1_a: 0.50x of ort; `max` (reduction, 71% of the time), memory-bound (L2) at 0.6% of its roof" in md, md
+    assert "## Against the before table" not in md
