@@ -220,14 +220,16 @@ print("ok")
 def test_a_run_out_of_rule_ideas_gives_its_budget_left_to_metaschedule(tmp_path):
     """~2 min: tuner.when_idle (on by default, the tool itself off): once the rule L1 agent has nothing
     more and no widened round finds anything new, the answer's kernels are tuned instead of the run
-    stopping with its budget left; the tuned edit is an evaluated L1 node of the answer's lineage."""
+    stopping with its budget left; the tuned edit is an evaluated L1 node of the answer's lineage.
+    (A broadcast multiply over 240 x 28 x 28 values: tiny_task's one kernel is at its roof once scheduled, and a
+    kernel at its roof is not tuned.)"""
     from candidate_tree import Tree
     from leka.run import run
 
     sets = ["tuner.trials=2", "tuner.min_left_s=0", "run.routing=fixed:L1", "run.layers=[L1]",
             "run.widen_rounds=1", "run.budget_s=900", f"run.out={tmp_path / 'runs'}",
             f"baseline.cache_dir={tmp_path / 'cache'}", "evaluator.max_pairs=3"]
-    summary = run(str(DATA / "tiny_task.py"), overrides=sets, quiet=True, live=False)
+    summary = run("l1_mul_broadcast_channel", overrides=sets, quiet=True, live=False)
     assert "a MetaSchedule round (tuner.when_idle)" in summary["stop_reason"], summary["stop_reason"]
     assert summary["tuner"]["calls"] >= 1 and summary["tuner"]["seconds"] <= summary["budget_used_s"]
     tree = Tree(Path(summary["run_dir"]), create=False, mirror=False)
