@@ -71,6 +71,8 @@ def behind_lines(d: dict[str, Any], engines: list[str]) -> list[str]:
                     + (", an L2 C++ kernel" if h.get("l2_override") else "" if h.get("scheduled") else ", unscheduled")
                     if h else "no profile of the answer")
             lines.append(f"- {t}: {r['speedup']:.2f}x of {k}; {what}")
+        if not behind:
+            lines.append("- none")
         lines += ["", f"{a}: {ahead} tasks ahead of the best engine with the interval above 1, {behind} behind."]
         hots = [h["roof_fraction"] for t in tasks if t.startswith("l1_")
                 and (h := (judged.get((a, t, "untuned")) or {}).get("hot")) and h.get("roof_fraction") is not None]
