@@ -133,18 +133,21 @@ class TunerL1Agent:
                     payload={"text": res.scheduled.without_attr("global_symbol").script()}, rationale=why + " (as TIR)")
 
     # ------------------------------------------------------------------ when to call it
+    @staticmethod
+    def _row(name: str, profile: dict[str, Any] | None) -> dict[str, Any] | None:
+        return next((r for r in (profile or {}).get("kernels", []) or [] if r.get("name") == name), None)
+
     def _share(self, name: str, profile: dict[str, Any] | None) -> float | None:
-        for row in (profile or {}).get("kernels", []) or []:
-            if row.get("name") == name:
-                return float(row.get("share") or 0.0)
-        return None
+        row = self._row(name, profile)
+        return None if row is None else float(row.get("share") or 0.0)
 
     def _worth(self, name: str, profile) -> bool:
-        row = next((r for r in (profile or {}).get("kernels", []) or [] if r.get("name") == name), None)
-        if row is not None and row.get("l2_override"):
+        row = self._row(name, profile)
+        if row is None:
+            return True
+        if row.get("l2_override"):
             return False  # an L2 kernel replaces what any schedule of it would build
-        share = self._share(name, profile)
-        return share is None or share >= self.min_share
+        return float(row.get("share") or 0.0) >= self.min_share
 
     def propose(self, candidate, context: AgentContext) -> list[Edit]:
         inner = list(self.inner.propose(candidate, context) or [])

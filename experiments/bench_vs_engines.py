@@ -40,12 +40,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository's packages
-
-from experiments.engines_bounds import against_before, answer_hot, behind_lines  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from experiments.engines_bounds import against_before, answer_hot, behind_lines  # noqa: E402
 
 ARMS = {"leka": ["tuner.enabled=false"], "leka_ms": ["tuner.enabled=true"]}
 ARM_TEXT = {"leka": "LEKA, rule policy, MetaSchedule tool off (the paper's setting)",

@@ -95,17 +95,11 @@ def against_before(d: dict[str, Any], b: dict[str, Any]) -> list[str]:
              "|---|" + "---|" * (len(engines) + 2)]
     for a in d["arms"]:
         for t in d["tasks"]:
-            cells, best_now, best_before = [], None, None
-            for k in engines:
-                r, q = d["judged"].get((a, t, k)), b["judged"].get((a, t, k))
-                ok = r and q and r.get("status") == "ok" and q.get("status") == "ok"
-                cells.append(f"{r['speedup'] / q['speedup']:.2f}x" if ok else "-")
-                if r and r.get("status") == "ok":
-                    best_now = min(best_now or 1e30, r["speedup"])
-                if q and q.get("status") == "ok":
-                    best_before = min(best_before or 1e30, q["speedup"])
-            if best_before is None:
+            now = {k: r["speedup"] for k in engines if (r := d["judged"].get((a, t, k))) and r.get("status") == "ok"}
+            was = {k: q["speedup"] for k in engines if (q := b["judged"].get((a, t, k))) and q.get("status") == "ok"}
+            if not was:
                 continue
-            lines.append(f"| {t} | " + " | ".join(cells) + f" | {best_before:.2f}x | "
-                         + (f"{best_now:.2f}x" if best_now is not None else "-") + " |")
+            cells = [f"{now[k] / was[k]:.2f}x" if k in now and k in was else "-" for k in engines]
+            lines.append(f"| {t} | " + " | ".join(cells) + f" | {min(was.values()):.2f}x | "
+                         + (f"{min(now.values()):.2f}x" if now else "-") + " |")
     return lines

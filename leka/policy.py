@@ -97,14 +97,17 @@ def with_tuner(cfg: LekaConfig, agents: dict[str, Agent], root: ir.Root, run_dir
     run inside the L1 node, so the loop's wall clock charges them to the budget."""
     if not cfg.tuner.enabled or "L1" not in agents or "L1" not in cfg.run.layers:
         return agents
+    return {**agents, "L1": _tuner(cfg, agents["L1"], root, run_dir)}
+
+
+def _tuner(cfg: LekaConfig, inner: Agent, root: ir.Root, run_dir: Path) -> Agent:
+    """MetaSchedule as an L1 agent around `inner`, set up from the `tuner` section."""
     from agents.l1_tune import TunerL1Agent
 
     t = cfg.tuner
-    wrapped = TunerL1Agent(agents["L1"], cfg.backend, root_params=root.params, trials=t.trials,
-                           cache_dir=cfg.baseline.cache_dir, work_dir=run_dir / "work",
-                           max_share=t.max_share, min_left_s=t.min_left_s, min_share=t.min_share,
-                           run_name=run_dir.name)
-    return {**agents, "L1": wrapped}
+    return TunerL1Agent(inner, cfg.backend, root_params=root.params, trials=t.trials,
+                        cache_dir=cfg.baseline.cache_dir, work_dir=run_dir / "work", max_share=t.max_share,
+                        min_left_s=t.min_left_s, min_share=t.min_share, run_name=run_dir.name)
 
 
 class _NothingMore:
@@ -124,12 +127,7 @@ def idle_tuner(cfg: LekaConfig, root: ir.Root, run_dir: Path) -> Agent | None:
     graph edits may carry PrimFuncs of its own."""
     if cfg.tuner.enabled or not cfg.tuner.when_idle or "L1" not in cfg.run.layers or cfg.run.policy != "rules":
         return None
-    from agents.l1_tune import TunerL1Agent
-
-    t = cfg.tuner
-    return TunerL1Agent(_NothingMore(), cfg.backend, root_params=root.params, trials=t.trials,
-                        cache_dir=cfg.baseline.cache_dir, work_dir=run_dir / "work", max_share=t.max_share,
-                        min_left_s=t.min_left_s, min_share=t.min_share, run_name=run_dir.name)
+    return _tuner(cfg, _NothingMore(), root, run_dir)
 
 
 def llm_views(root: ir.Root, task: Task) -> Callable[[Any, Any], dict[str, str]]:
