@@ -255,6 +255,48 @@ def test_a_run_ends_within_5_percent_of_its_budget_the_export_reserved(tmp_path)
     ctx.tree.close()
 
 
+class BareSlowEvaluator(SleepingEvaluator):
+    """A candidate with no level state (the root, or an L0 child whose schedules an edit invalidated)
+    runs its kernels default-scheduled: its evaluation's fixed cost is `bare` seconds, not `fixed`."""
+
+    def __init__(self, fixed: float, bare: float, timing_s: float):
+        super().__init__({}, fixed=fixed, timing_s=timing_s)
+        self.bare_s = bare
+
+    def evaluate_full(self, task, candidate=None, **kw):
+        base = self.fixed
+        if candidate is None or not any(candidate.levels.values()):
+            self.fixed = self.bare_s
+        try:
+            return super().evaluate_full(task, candidate, **kw)
+        finally:
+            self.fixed = base
+
+
+def test_a_candidate_without_schedules_is_planned_at_the_roots_cost_not_the_recent_median(tmp_path):
+    # issue 44: on a ResNet block at its published size the L1 nodes cost 13 s, and three L0 children that
+    # lost every schedule cost 160 s each; planned at the recent median, all three started and the run
+    # ended 27% past its budget
+    ev = BareSlowEvaluator(fixed=0.05, bare=1.0, timing_s=0.05)
+    ctx = make_ctx(tmp_path, {"L2": EndlessAgent("L2")}, ev, "run.routing=fixed:L2", "run.budget_s=4",
+                   "evaluator.timing_budget_s=0.05")
+    final = run_graph(ctx)
+    assert final["evals"] >= 8
+    (root,) = ctx.tree.roots()
+    scheduled = [n for n in ctx.tree.nodes() if n.parent is not None and n.result is not None][-1]
+    assert any(ctx.candidate(scheduled.id).levels.values())
+    bare = 10_000  # a proposed child with no level state, as an L0 edit that dropped every schedule leaves
+    ctx.keep_candidate(bare, ctx.candidate(root.id))
+    assert ctx.eval_fixed_s(scheduled.id) == pytest.approx(0.05, abs=0.03)
+    assert ctx.eval_fixed_s(bare) == pytest.approx(1.0, abs=0.1)
+    # 0.4 s left after the reserve: a scheduled candidate starts, one that costs what the root did does not
+    used = 4.0 - ctx.final_reserve_s() - 0.4
+    assert ctx.eval_plan(used, scheduled.id)[0] and ctx.eval_plan(used, bare) == (False, None)
+    # the nodes record what they were: the next bare one is planned at the latest bare node's cost
+    assert all(n.meta.get("bare") is False for n in ctx.tree.nodes() if n.parent is not None)
+    ctx.tree.close()
+
+
 class SlowEndlessAgent(EndlessAgent):
     """EndlessAgent whose every proposal takes `propose_s` (a rule L0 agent on a Level-3 module, a small
     model's call)."""

@@ -112,15 +112,23 @@ class RunContext:
         """`_cost_of` every evaluated node, oldest first."""
         return [c for c in (self._cost_of(n) for n in self.tree.nodes()) if c is not None]
 
-    def eval_fixed_s(self) -> float:
+    def eval_fixed_s(self, nid: int | None = None) -> float:
         """What an evaluation costs here besides its timing phase (build, checks, profile, the child's
         start): the median of the last five evaluations' (the root's alone at first, whose cold build
-        makes it an overestimate)."""
+        makes it an overestimate). For node `nid` when it carries no level state (every kernel
+        default-scheduled, as the root's: an L0 edit that invalidated every schedule), the latest such
+        node's when that is longer: its kernels run as slowly as the root's (issue 44: a ResNet block's L0
+        children took 160 s each where the L1 nodes before them took 13 s, and the run ended 27% over)."""
         costs = self._costs()[-5:]
         if not costs:
             return 0.0
         fixed = sorted(max(0.0, c - t) for c, t, _ in costs)
-        return fixed[len(fixed) // 2]
+        median = fixed[len(fixed) // 2]
+        if nid is None or any(self.candidate(nid).levels.values()):
+            return median
+        bare = next((c for c in (self._cost_of(n) for n in reversed(self.tree.nodes())
+                                 if n.parent is None or n.meta.get("bare")) if c is not None), None)
+        return max(median, bare[0] - bare[1]) if bare is not None else median
 
     def final_reserve_s(self) -> float:
         """Budget kept for the run's last step, the export of the best node (leka.report.export_best: the
@@ -148,13 +156,14 @@ class RunContext:
         """`over_budget` with the final export's reserve counted as spent."""
         return self.over_budget(used_s + self.final_reserve_s(), evals)
 
-    def eval_plan(self, used_s: float) -> tuple[bool, float | None]:
-        """(whether to start one more evaluation, its timing budget). The budget left after the export's
-        reserve goes to this evaluation's timing when it is less than evaluator.timing_budget_s; an
-        evaluation that would end nearer the budget's end by not starting (under half its fixed cost
-        left) is not started, so the run's end falls within half an evaluation of its budget either way."""
+    def eval_plan(self, used_s: float, nid: int | None = None) -> tuple[bool, float | None]:
+        """(whether to start one more evaluation, of node `nid` where known, and its timing budget). The
+        budget left after the export's reserve goes to this evaluation's timing when it is less than
+        evaluator.timing_budget_s; an evaluation that would end nearer the budget's end by not starting
+        (under half its fixed cost left) is not started, so the run's end falls within half an evaluation
+        of its budget either way."""
         left = self.cfg.run.budget_s - used_s - self.final_reserve_s()
-        fixed = self.eval_fixed_s()
+        fixed = self.eval_fixed_s(nid)
         if left <= 0 or (fixed > 0 and left < 0.5 * fixed):
             return False, None
         timing = left - fixed

@@ -178,13 +178,16 @@ def evaluate(state: RunState, runtime: Runtime[RunContext]) -> RunState:
     for nid in pending:
         used = ctx.tick(state)
         state = {**state, "budget_used_s": used}
-        go, timing_s = ctx.eval_plan(used)
+        go, timing_s = ctx.eval_plan(used, nid)
         if not go or ctx.over_budget(used, evals):
             break
         t0 = _start(ctx)
-        res, prof = ctx.evaluator.evaluate_full(ctx.task, ctx.candidate(nid), profile=True, timing_budget_s=timing_s,
+        cand = ctx.candidate(nid)
+        res, prof = ctx.evaluator.evaluate_full(ctx.task, cand, profile=True, timing_budget_s=timing_s,
                                                 decide_below=_parent_speedup(ctx, nid), **_reuse(ctx))
-        node = ctx.tree.update(nid, result=res, profile=prof, meta={"eval_s": res.wall_s, "cost_s": _cost(ctx, t0)})
+        # "bare": no level state, so it costs what the root does (RunContext.eval_fixed_s)
+        node = ctx.tree.update(nid, result=res, profile=prof, meta={"eval_s": res.wall_s, "cost_s": _cost(ctx, t0),
+                                                                    "bare": not any(cand.levels.values())})
         evals += 1
         ctx.on_event("evaluated", {"node": nid, "result": res, "level": node.level, "status": node.status})
     exp = dict(state.get("expansions", {}))
