@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 from experiments.engines_bounds import against_before, answer_hot, behind_lines  # noqa: E402
 
 ARMS = {"leka": ["tuner.enabled=false"], "leka_ms": ["tuner.enabled=true"]}
-ARM_TEXT = {"leka": "LEKA, rule policy, MetaSchedule tool off (the paper's setting)",
+ARM_TEXT = {"leka": "LEKA, rule policy, MetaSchedule tool off (tuner.enabled=false, the paper's setting)",
             "leka_ms": "LEKA, rule policy, MetaSchedule tool on (tuner.enabled=true)"}
 _lock = threading.Lock()
 
@@ -174,6 +174,8 @@ def judge_one(run: dict, kind: str, out: Path, trials: int, sets: list[str]) -> 
                timer=res.extra.get("timer"), wall_s=round(time.time() - t0, 1), ended=time.time())
     row["status"] = ("unsupported" if res.error_kind == "baseline_unsupported" else
                      "ok" if res.correct and res.t_baseline_s else "failed")
+    if profile and row["status"] == "ok":
+        row["hot"] = answer_hot(out, run)
     if profile and prof:
         summ = out / run["run_dir"] / "summary.json"  # the root's FLOPs: the task's work (profilers/roof.py)
         root_flops = json.loads(summ.read_text()).get("root_flops") if summ.is_file() else None
@@ -222,7 +224,7 @@ def cmd_judge(args) -> None:
     t_end = time.time() + 60 * args.minutes if args.minutes else None
     _drain([(_safe_judge, (r, k, out, args.trials, args.set)) for r, k in todo], args.jobs, t_end,
            out / "judged.jsonl", lambda row: f"{row['arm']} {row['task']} vs {row['kind']}: {row['status']} {_cell(row)}")
-    # each answer's hottest kernel beside its roof (rows judged before this was recorded get it too)
+    # each answer's hottest kernel beside its roof (rows judged before judge_one recorded it get it here)
     for (a, t, k), row in latest(read_rows(out / "judged.jsonl"), "arm", "task", "kind").items():
         run = next((r for r in runs if (r["arm"], r["task"]) == (a, t)), None)
         if k == "untuned" and row.get("status") == "ok" and "hot" not in row and run is not None:
@@ -292,11 +294,25 @@ def _load(out: Path) -> dict[str, Any]:
     runs = latest(read_rows(out / "runs.jsonl"), "arm", "task")
     judged = latest(read_rows(out / "judged.jsonl"), "arm", "task", "kind")
     kinds = _kind_order({k for (_, _, k) in judged})
-    return {"runs": runs, "judged": judged, "kinds": kinds,
+    return {"out": out, "runs": runs, "judged": judged, "kinds": kinds,
             "metas": [json.loads(p.read_text()) for p in sorted(out.glob("judge_meta-*.json"))],
             "arms": [a for a in ARMS if any(a == arm for (arm, _) in runs)],
             "tasks": list(dict.fromkeys(t for (_, t) in runs)), "ref": "tuned" if "tuned" in kinds else "untuned",
             "labels": {k: next(r.get("label") or k for (_, _, kk), r in judged.items() if kk == k) for k in kinds}}
+
+
+def _idle_text(d: dict[str, Any]) -> str:
+    """Whether the runs had the idle MetaSchedule round (`tuner.when_idle`), from each run's resolved
+    config: the arm's label says `tuner.enabled` only, and the round is on by default since issue 44."""
+    import yaml
+
+    on = 0
+    for r in d["runs"].values():
+        p = d["out"] / r["run_dir"] / "config.yaml" if r.get("run_dir") else None
+        if p is not None and p.is_file():
+            on += bool(((yaml.safe_load(p.read_text()) or {}).get("tuner") or {}).get("when_idle"))
+    return (f"; the idle MetaSchedule round on (tuner.when_idle=true) in {on} of {len(d['runs'])} runs"
+            if on else "")
 
 
 def _head(d: dict[str, Any]) -> list[str]:
@@ -312,7 +328,8 @@ def _head(d: dict[str, Any]) -> list[str]:
              f"- When: {when}; `experiments/bench_vs_engines.py` (run, judge, render).",
              f"- Machine: {metas[-1]['machine'] if metas else '-'}",
              f"- Versions: {metas[-1]['versions'] if metas else '-'}",
-             f"- Runs: {', '.join(ARM_TEXT[a] for a in d['arms'])}; budget {', '.join(map(str, budgets))} a task, seed 0.",
+             f"- Runs: {', '.join(ARM_TEXT[a] for a in d['arms'])}; budget {', '.join(map(str, budgets))} a task, seed 0"
+             f"{_idle_text(d)}.",
              f"- Judge: `Evaluator.evaluate` (what `leka bench eval TASK --candidate RUN_DIR --baseline KIND` runs): "
              f"checked over the seeds, then interleaved pairs against each baseline; cells are the speedup of LEKA's "
              f"answer over the baseline with its 95% interval (`+` above 1, `-` below 1, `?` too wide to trust). "

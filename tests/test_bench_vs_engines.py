@@ -50,6 +50,13 @@ def test_rows_survive_a_cut_off_line_and_render_the_table(tmp_path):
     assert len(bve.read_rows(out / "judged.jsonl")) == len(rows)
     (out / "judge_meta-1.json").write_text(json.dumps({"machine": "test machine", "versions": "torch 0", "sets": []}))
     md = bve.render(out)
+    assert "MetaSchedule tool off (tuner.enabled=false, the paper's setting); budget 5m a task, seed 0.\n" in md, md
+    # a run's resolved config says whether its idle MetaSchedule round was on: the Runs line says how many
+    for t, idle in (("t1", "true"), ("t2", "false")):
+        (out / "runs" / "leka" / t).mkdir(parents=True)
+        (out / "runs" / "leka" / t / "config.yaml").write_text(f"tuner:\n  enabled: false\n  when_idle: {idle}\n")
+    md = bve.render(out)
+    assert "seed 0; the idle MetaSchedule round on (tuner.when_idle=true) in 1 of 2 runs." in md, md
     # per task: the interval, + above 1, - below 1, the refusal and the missing database in words
     assert "| t1 | leka | 9 | 1/5/2 | 4.00x [3.80, 4.20] + | 1.50x [1.40, 1.60] + | 0.80x [0.75, 0.85] - " in md, md
     assert "| 1.20x [1.10, 1.30] + | n/a | 25% |" in md, md
