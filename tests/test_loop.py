@@ -265,7 +265,7 @@ class BareSlowEvaluator(SleepingEvaluator):
 
     def evaluate_full(self, task, candidate=None, **kw):
         base = self.fixed
-        if candidate is None or not any(candidate.levels.values()):
+        if candidate is None or candidate.bare:
             self.fixed = self.bare_s
         try:
             return super().evaluate_full(task, candidate, **kw)
@@ -284,7 +284,7 @@ def test_a_candidate_without_schedules_is_planned_at_the_roots_cost_not_the_rece
     assert final["evals"] >= 8
     (root,) = ctx.tree.roots()
     scheduled = [n for n in ctx.tree.nodes() if n.parent is not None and n.result is not None][-1]
-    assert any(ctx.candidate(scheduled.id).levels.values())
+    assert not ctx.candidate(scheduled.id).bare
     bare = 10_000  # a proposed child with no level state, as an L0 edit that dropped every schedule leaves
     ctx.keep_candidate(bare, ctx.candidate(root.id))
     assert ctx.eval_fixed_s(scheduled.id) == pytest.approx(0.05, abs=0.03)

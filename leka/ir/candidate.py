@@ -120,6 +120,12 @@ class Candidate(BaseModel):
         return self.model_copy(update={"levels": {**self.levels, level: state}})
 
     @property
+    def bare(self) -> bool:
+        """No level decided anything (a default state is left out of `levels`): every kernel is built as
+        in the root, as after an L0 edit that invalidated every schedule."""
+        return not self.levels
+
+    @property
     def l1(self) -> dict[str, Any]:
         """L1's entries: {structural hash of an unscheduled PrimFunc -> L1Entry}."""
         return self.state("L1").entries

@@ -124,8 +124,9 @@ class RunContext:
             return 0.0
         fixed = sorted(max(0.0, c - t) for c, t, _ in costs)
         median = fixed[len(fixed) // 2]
-        if nid is None or any(self.candidate(nid).levels.values()):
+        if nid is None or not self.candidate(nid).bare:
             return median
+        # rare (an L0 edit dropped every schedule), so the tree is read again only here
         bare = next((c for c in (self._cost_of(n) for n in reversed(self.tree.nodes())
                                  if n.parent is None or n.meta.get("bare")) if c is not None), None)
         return max(median, bare[0] - bare[1]) if bare is not None else median

@@ -185,9 +185,9 @@ def evaluate(state: RunState, runtime: Runtime[RunContext]) -> RunState:
         cand = ctx.candidate(nid)
         res, prof = ctx.evaluator.evaluate_full(ctx.task, cand, profile=True, timing_budget_s=timing_s,
                                                 decide_below=_parent_speedup(ctx, nid), **_reuse(ctx))
-        # "bare": no level state, so it costs what the root does (RunContext.eval_fixed_s)
+        # a bare candidate costs what the root does (RunContext.eval_fixed_s)
         node = ctx.tree.update(nid, result=res, profile=prof, meta={"eval_s": res.wall_s, "cost_s": _cost(ctx, t0),
-                                                                    "bare": not any(cand.levels.values())})
+                                                                    "bare": cand.bare})
         evals += 1
         ctx.on_event("evaluated", {"node": nid, "result": res, "level": node.level, "status": node.status})
     exp = dict(state.get("expansions", {}))
